@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+// The `aviary` command: the headless service, the dispatcher and the submit client.
+// `npm install` builds out/cli (the package's prepare script); run `npm run build:cli` after edits.
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+
+const entry = new URL('../out/cli/aviary.mjs', import.meta.url)
+if (!existsSync(fileURLToPath(entry))) {
+  process.stderr.write('aviary: out/cli is missing; run `npm run build:cli` in the aviary folder first\n')
+  process.exit(1)
+}
+const { main } = await import(entry.href)
+process.exitCode = await main(process.argv.slice(2))

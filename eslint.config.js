@@ -1,0 +1,61 @@
+// Lint is where the layer rules of ARCHITECTURE.md are enforced: the headless core and the
+// shared code never reach for Electron, React or the DOM, and nothing below the UI imports it.
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+import globals from 'globals'
+
+const uiOnly = ['electron', 'electron/*', 'react', 'react/*', 'react-dom', 'react-dom/*']
+const uiFolders = ['**/main/**', '**/preload/**', '**/renderer/**']
+
+export default tseslint.config(
+  { ignores: ['out/**', 'dist/**', 'node_modules/**', 'bench/results/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { ...globals.node } },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-explicit-any': 'error'
+    }
+  },
+  {
+    files: ['src/core/**/*.ts', 'src/shared/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: uiOnly.filter((p) => !p.includes('*')).map((name) => ({
+            name,
+            message: 'src/core and src/shared run without a window: no Electron, React or DOM here.'
+          })),
+          patterns: [
+            { group: uiOnly.filter((p) => p.includes('*')), message: 'No Electron or React in core/shared.' },
+            { group: uiFolders, message: 'Dependencies point down: core/shared never import the UI layers.' }
+          ]
+        }
+      ]
+    }
+  },
+  {
+    files: ['src/shared/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: uiOnly.filter((p) => !p.includes('*')).map((name) => ({ name, message: 'shared runs anywhere.' })),
+          patterns: [{ group: [...uiFolders, '**/core/**'], message: 'shared depends on nothing above it.' }]
+        }
+      ]
+    }
+  },
+  {
+    files: ['src/renderer/**/*.{ts,tsx}'],
+    languageOptions: { globals: { ...globals.browser } },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/core/**', '**/main/**', 'electron'], message: 'The renderer talks HTTP and the preload bridge only.' }] }
+      ]
+    }
+  }
+)

@@ -1,0 +1,2 @@
+// Placeholder; the hashing worker is written with the ingest pipeline.
+export {}
