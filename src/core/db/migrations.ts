@@ -1,0 +1,127 @@
+// Numbered migrations; PRAGMA user_version holds the last one applied. Never edit a released
+// migration: add the next number.
+
+export interface Migration {
+  version: number
+  name: string
+  sql: string
+}
+
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    name: 'tasks, samples, machines, submits',
+    sql: `
+      CREATE TABLE samples (
+        id        INTEGER PRIMARY KEY,
+        file_size INTEGER NOT NULL,
+        file_type TEXT,
+        md5       TEXT NOT NULL,
+        crc32     TEXT NOT NULL,
+        sha1      TEXT NOT NULL,
+        sha256    TEXT NOT NULL UNIQUE,
+        sha512    TEXT NOT NULL,
+        ssdeep    TEXT,
+        added_on  TEXT NOT NULL
+      );
+      CREATE INDEX samples_md5 ON samples(md5);
+      CREATE INDEX samples_sha1 ON samples(sha1);
+      CREATE INDEX samples_sha512 ON samples(sha512);
+
+      CREATE TABLE machines (
+        id                INTEGER PRIMARY KEY,
+        name              TEXT NOT NULL UNIQUE,
+        label             TEXT NOT NULL,
+        platform          TEXT NOT NULL,
+        ip                TEXT NOT NULL,
+        tags              TEXT NOT NULL DEFAULT '[]',
+        snapshot          TEXT,
+        interface         TEXT,
+        resultserver_ip   TEXT NOT NULL,
+        resultserver_port INTEGER NOT NULL,
+        driver            TEXT NOT NULL,
+        options           TEXT NOT NULL DEFAULT '[]',
+        locked            INTEGER NOT NULL DEFAULT 0,
+        locked_changed_on TEXT,
+        status            TEXT,
+        status_changed_on TEXT,
+        configured        INTEGER NOT NULL DEFAULT 1
+      );
+
+      CREATE TABLE submits (
+        id       INTEGER PRIMARY KEY AUTOINCREMENT,
+        added_on TEXT NOT NULL
+      );
+
+      -- AUTOINCREMENT: a deleted task's id is never handed out again, so an analysis folder
+      -- or a dispatcher's record of an old id can never be mistaken for a new task.
+      CREATE TABLE tasks (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        category        TEXT NOT NULL,
+        target          TEXT NOT NULL,
+        sample_id       INTEGER REFERENCES samples(id),
+        package         TEXT,
+        timeout         INTEGER NOT NULL DEFAULT 0,
+        priority        INTEGER NOT NULL DEFAULT 1,
+        options         TEXT,
+        machine         TEXT,
+        platform        TEXT,
+        tags            TEXT NOT NULL DEFAULT '[]',
+        custom          TEXT,
+        owner           TEXT NOT NULL DEFAULT '',
+        memory          INTEGER NOT NULL DEFAULT 0,
+        enforce_timeout INTEGER NOT NULL DEFAULT 0,
+        clock           TEXT NOT NULL,
+        added_on        TEXT NOT NULL,
+        started_on      TEXT,
+        completed_on    TEXT,
+        status          TEXT NOT NULL DEFAULT 'pending',
+        submit_id       INTEGER REFERENCES submits(id),
+        route           TEXT,
+        processing      TEXT,
+        errors          TEXT NOT NULL DEFAULT '[]'
+      );
+      -- /tasks/list order: unfinished first by id (NULL sorts first), then by completion.
+      CREATE INDEX tasks_list ON tasks(completed_on, id);
+      CREATE INDEX tasks_status_list ON tasks(status, completed_on, id);
+      CREATE INDEX tasks_sample ON tasks(sample_id);
+      CREATE INDEX tasks_queue ON tasks(status, priority DESC, id);
+
+      -- Each task as the API shows it, kept current by triggers: /tasks/view and /tasks/list
+      -- send these strings as they are, instead of joining and serializing on every request.
+      -- The one definition of a task's JSON is the view below.
+      CREATE VIEW task_api_json AS
+      SELECT t.id AS id, json_object(
+        'added_on', t.added_on, 'category', t.category, 'clock', t.clock, 'completed_on', t.completed_on,
+        'custom', t.custom,
+        'duration', CASE WHEN t.started_on IS NULL OR t.completed_on IS NULL THEN -1
+                         ELSE unixepoch(t.completed_on) - unixepoch(t.started_on) END,
+        'enforce_timeout', json(CASE WHEN t.enforce_timeout THEN 'true' ELSE 'false' END),
+        'errors', json(t.errors), 'guest', json_object(), 'id', t.id, 'machine', t.machine,
+        'memory', json(CASE WHEN t.memory THEN 'true' ELSE 'false' END), 'options', t.options,
+        'owner', t.owner, 'package', t.package, 'platform', t.platform, 'priority', t.priority,
+        'processing', t.processing, 'route', t.route,
+        'sample', CASE WHEN s.id IS NULL THEN json_object() ELSE json_object(
+          'crc32', s.crc32, 'file_size', s.file_size, 'file_type', s.file_type, 'id', s.id, 'md5', s.md5,
+          'sha1', s.sha1, 'sha256', s.sha256, 'sha512', s.sha512, 'ssdeep', s.ssdeep) END,
+        'sample_id', t.sample_id, 'started_on', t.started_on, 'status', t.status, 'submit_id', t.submit_id,
+        'tags', json(t.tags), 'target', t.target, 'timeout', t.timeout) AS json
+      FROM tasks t LEFT JOIN samples s ON s.id = t.sample_id;
+
+      CREATE TABLE task_json (
+        id   INTEGER PRIMARY KEY REFERENCES tasks(id) ON DELETE CASCADE,
+        json TEXT NOT NULL
+      );
+      CREATE TRIGGER task_json_insert AFTER INSERT ON tasks BEGIN
+        INSERT INTO task_json (id, json) SELECT id, json FROM task_api_json WHERE id = NEW.id;
+      END;
+      CREATE TRIGGER task_json_update AFTER UPDATE ON tasks BEGIN
+        UPDATE task_json SET json = (SELECT json FROM task_api_json WHERE id = NEW.id) WHERE id = NEW.id;
+      END;
+      CREATE TRIGGER task_json_sample AFTER UPDATE ON samples BEGIN
+        UPDATE task_json SET json = (SELECT json FROM task_api_json WHERE id = task_json.id)
+        WHERE id IN (SELECT id FROM tasks WHERE sample_id = NEW.id);
+      END;
+    `
+  }
+]

@@ -1,0 +1,104 @@
+// Request schemas of the analysis API. Form fields arrive as strings (multipart or urlencoded);
+// empty fields count as absent (Cuckoo's clients send empty strings for "default"), numbers are
+// coerced, and each field's `x-allowed` is the explanation a client gets with a 400.
+import { Type, type Static, type TSchema } from 'typebox'
+
+const allowed = <T extends TSchema>(schema: T, text: string): T => ({ ...schema, 'x-allowed': text })
+const optional = <T extends Record<string, TSchema>>(fields: T) =>
+  Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, Type.Optional(v)])) as { [K in keyof T]: ReturnType<typeof Type.Optional<T[K]>> }
+
+export const BOOLEAN_PATTERN = '^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Yy][Ee][Ss]|[Nn][Oo]|[Oo][Nn]|[Oo][Ff][Ff])$'
+const Flag = (description: string) =>
+  allowed(Type.String({ pattern: BOOLEAN_PATTERN, description }), 'one of 1/0, true/false, yes/no, on/off (any case); empty means false')
+
+const Text = (description: string, maxLength = 4096) =>
+  allowed(Type.String({ maxLength, description }), `text of at most ${maxLength} characters`)
+
+/** Marks a multipart file field: validated by the upload handler, documented as binary. */
+export const FileField = (description: string) => Type.Unsafe<unknown>({ 'x-file': true, description })
+
+export const CommonTaskFields = optional({
+  package: allowed(Type.String({ maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'analysis package' }),
+    'an analysis package name: letters, digits, _ . - (at most 64)'),
+  timeout: allowed(Type.Integer({ minimum: 0, maximum: 86400, description: 'analysis timeout in seconds; 0 = default' }),
+    'a whole number of seconds from 0 (the configured default) to 86400'),
+  priority: allowed(Type.Integer({ minimum: 1, maximum: 3, description: 'task priority' }), 'a whole number from 1 to 3'),
+  options: Text('options for the analysis package, comma-separated key=value'),
+  machine: allowed(Type.String({ maxLength: 255, description: 'machine name (or id, as older clients send)' }),
+    'the name or id of a configured machine'),
+  platform: allowed(Type.String({ maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'platform to pick a machine from, e.g. windows' }),
+    'a platform name such as windows or linux'),
+  tags: Text('comma-separated machine tags', 1024),
+  custom: Text('custom string for analysis and processing/reporting modules'),
+  owner: Text('owner of the task', 255),
+  memory: Flag('take a full memory dump of the machine'),
+  enforce_timeout: Flag('run for the whole timeout'),
+  clock: allowed(Type.String({ pattern: '^\\d{2}-\\d{2}-\\d{4} \\d{2}:\\d{2}:\\d{2}$', description: 'guest clock, %m-%d-%Y %H:%M:%S' }),
+    'a date as MM-DD-YYYY HH:MM:SS')
+})
+
+export const CreateFileBody = Type.Object({
+  file: FileField('the sample'),
+  ...CommonTaskFields,
+  unique: Type.Optional(Flag('refuse the sample (400) when it has been submitted before'))
+})
+export type CreateFileBody = Static<typeof CreateFileBody>
+
+export const CreateUrlBody = Type.Object({
+  url: allowed(Type.String({ minLength: 1, maxLength: 8192, description: 'the URL to analyze' }),
+    'an http or https URL (a URL without a scheme gets http://)'),
+  ...CommonTaskFields
+})
+export type CreateUrlBody = Static<typeof CreateUrlBody>
+
+export const SubmitBody = Type.Object({
+  file: Type.Optional(FileField('one sample (as in create/file)')),
+  files: Type.Optional(FileField('several samples; repeat the field')),
+  strings: Type.Optional(allowed(Type.String({ maxLength: 1048576, description: 'URLs or hashes of known samples, one per line' }),
+    'URLs or md5/sha1/sha256/sha512 hashes, one per line')),
+  ...CommonTaskFields
+})
+export type SubmitBody = Static<typeof SubmitBody>
+
+const Id = (description: string) =>
+  allowed(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description }), 'a whole number from 1')
+
+export const TaskIdParams = Type.Object({ id: Id('task id') })
+export const ListParams = Type.Object({
+  limit: Type.Optional(allowed(Type.Integer({ minimum: 0, maximum: 1000000, description: 'maximum number of tasks' }), 'a whole number from 0')),
+  offset: Type.Optional(allowed(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'number of tasks to skip' }), 'a whole number from 0'))
+})
+export const ListQuery = Type.Object({
+  completed_after: Type.Optional(allowed(Type.Integer({ minimum: 0, maximum: 253402300799, description: 'unix time; only tasks completed later' }), 'a unix time in whole seconds')),
+  status: Type.Optional(allowed(Type.String({ pattern: '^[a-z_]+$', description: 'only tasks in this status' }), 'a task status such as pending or reported')),
+  owner: Type.Optional(Text('only tasks of this owner', 255))
+})
+export const RescheduleParams = Type.Object({
+  id: Id('task id'),
+  priority: Type.Optional(allowed(Type.Integer({ minimum: 0, maximum: 3, description: 'new priority; 0 keeps the old one' }), 'a whole number from 0 (keep) to 3'))
+})
+export const ReportParams = Type.Object({
+  id: Id('task id'),
+  format: Type.Optional(allowed(Type.String({ maxLength: 32, description: 'json, html, maec, metadata, all, dropped or package_files' }),
+    'one of json, html, maec, metadata, all, dropped, package_files'))
+})
+export const ArchiveQuery = Type.Object({
+  tar: Type.Optional(allowed(Type.String({ enum: ['bz2', 'gz', 'tar'], description: 'compression of archive formats' }), 'one of bz2, gz, tar')),
+  elements: Type.Optional(allowed(Type.String({ maxLength: 128, description: 'a top-level key of report.json' }), 'a top-level key of report.json'))
+})
+export const ScreenshotParams = Type.Object({
+  id: Id('task id'),
+  screenshot: Type.Optional(allowed(Type.String({ pattern: '^[0-9]{1,6}(?:_small)?$', description: 'screenshot number such as 0001' }),
+    'a screenshot number such as 0001 (or 0001_small for its thumbnail)'))
+})
+export const MemoryParams = Type.Object({
+  id: Id('task id'),
+  pid: allowed(Type.String({ pattern: '^[A-Za-z0-9_.x-]{1,128}$', description: 'a name from /memory/list, e.g. 1234-1' }),
+    'a dump name from /memory/list/{id}, such as 1234-1')
+})
+export const PcapParams = Type.Object({ task: Id('task id') })
+export const SampleIdParams = Type.Object({ sample_id: Id('sample id') })
+export const Md5Params = Type.Object({ md5: allowed(Type.String({ pattern: '^[0-9a-fA-F]{32}$' }), '32 hex digits') })
+export const Sha256Params = Type.Object({ sha256: allowed(Type.String({ pattern: '^[0-9a-fA-F]{64}$' }), '64 hex digits') })
+export const FileIdParams = Type.Object({ id: allowed(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), 'a whole number from 1') })
+export const MachineNameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 255 }) })

@@ -1,0 +1,114 @@
+// The analysis API's schemas, written once: Fastify validates requests and serializes responses
+// with them, the OpenAPI description is generated from them, and clients get their types.
+// `x-allowed` says in words what a field accepts; it is what a 400 tells the client.
+import { Type, type Static, type TSchema } from 'typebox'
+
+const nullable = <T extends TSchema>(schema: T) =>
+  Type.Unsafe<Static<T> | null>({ ...schema, type: [(schema as { type?: string }).type ?? 'string', 'null'] })
+
+export const Datetime = Type.String({ description: 'local time, YYYY-MM-DD HH:MM:SS', example: '2026-11-22 10:00:00' })
+
+export const TASK_STATUSES = [
+  'pending',
+  'running',
+  'completed',
+  'reported',
+  'recovered',
+  'failed_analysis',
+  'failed_processing',
+  'failed_reporting'
+] as const
+export type TaskStatus = (typeof TASK_STATUSES)[number]
+
+export const Sample = Type.Object({
+  crc32: Type.String({ description: '8 upper-case hex digits' }),
+  file_size: Type.Integer(),
+  file_type: nullable(Type.String({ description: 'libmagic description' })),
+  id: Type.Integer(),
+  md5: Type.String(),
+  sha1: Type.String(),
+  sha256: Type.String(),
+  sha512: Type.String(),
+  ssdeep: nullable(Type.String())
+})
+export type Sample = Static<typeof Sample>
+
+export const Task = Type.Object({
+  added_on: Datetime,
+  category: Type.String({ description: 'file, url or archive' }),
+  clock: Datetime,
+  completed_on: nullable(Datetime),
+  custom: nullable(Type.String()),
+  duration: Type.Integer({ description: 'seconds from start to completion; -1 until both are known' }),
+  enforce_timeout: Type.Boolean(),
+  errors: Type.Array(Type.String()),
+  guest: Type.Object({}, { additionalProperties: true }),
+  id: Type.Integer(),
+  machine: nullable(Type.String()),
+  memory: Type.Boolean(),
+  options: nullable(Type.String({ description: 'comma-separated key=value pairs for the analysis package' })),
+  owner: Type.String(),
+  package: nullable(Type.String()),
+  platform: nullable(Type.String()),
+  priority: Type.Integer({ minimum: 1, maximum: 3 }),
+  processing: nullable(Type.String()),
+  route: nullable(Type.String()),
+  sample: Type.Union([Sample, Type.Object({})], { description: 'the sample, {} for URL tasks' }),
+  sample_id: nullable(Type.Integer()),
+  started_on: nullable(Datetime),
+  status: Type.String({ enum: [...TASK_STATUSES] }),
+  submit_id: nullable(Type.Integer()),
+  tags: Type.Array(Type.String()),
+  target: Type.String({ description: 'the URL, or the stored path of the file' }),
+  timeout: Type.Integer({ description: 'seconds; 0 means the configured default' })
+})
+export type Task = Static<typeof Task>
+
+export const Machine = Type.Object({
+  driver: Type.String({ description: 'kvm, virtualbox or physical' }),
+  id: Type.Integer(),
+  interface: nullable(Type.String()),
+  ip: Type.String(),
+  label: Type.String(),
+  locked: Type.Boolean(),
+  locked_changed_on: nullable(Datetime),
+  name: Type.String(),
+  options: Type.Array(Type.String()),
+  platform: Type.String(),
+  rcparams: Type.Object({}, { additionalProperties: true }),
+  resultserver_ip: Type.String(),
+  resultserver_port: Type.String(),
+  snapshot: nullable(Type.String()),
+  status: nullable(Type.String()),
+  status_changed_on: nullable(Datetime),
+  tags: Type.Array(Type.String())
+})
+export type Machine = Static<typeof Machine>
+
+const Disk = Type.Object({ free: Type.Integer(), total: Type.Integer(), used: Type.Integer() })
+
+export const ServiceStatus = Type.Object({
+  cpu_count: Type.Integer(),
+  cpuload: Type.Array(Type.Number(), { description: 'load average over 1, 5 and 15 minutes' }),
+  diskspace: Type.Object({ analyses: Disk, binaries: Disk, temporary: Disk }),
+  hostname: Type.String(),
+  machines: Type.Object({ available: Type.Integer(), total: Type.Integer() }),
+  memavail: nullable(Type.Integer({ description: 'kB' })),
+  memory: nullable(Type.Number({ description: 'percent of memory in use' })),
+  memtotal: nullable(Type.Integer({ description: 'kB' })),
+  processes: Type.Record(Type.String(), Type.Integer()),
+  protocol_version: Type.Integer(),
+  tasks: Type.Object({
+    completed: Type.Integer(),
+    pending: Type.Integer(),
+    reported: Type.Integer(),
+    running: Type.Integer(),
+    total: Type.Integer()
+  }),
+  tools: Type.Array(Type.String(), { description: 'analysis tools found on the host' }),
+  version: Type.String()
+})
+export type ServiceStatus = Static<typeof ServiceStatus>
+
+export const ErrorBody = Type.Object({ message: Type.String() })
+export type ErrorBody = Static<typeof ErrorBody>

@@ -1,0 +1,17 @@
+// Error codes of the analysis API. Bodies keep Cuckoo's shape, {"message": "..."}, and add
+// `code` so our own clients need not match on text.
+export const ErrorCodes = {
+  BAD_REQUEST: 'AVIARY_BAD_REQUEST',
+  UNAUTHORIZED: 'AVIARY_UNAUTHORIZED',
+  FORBIDDEN: 'AVIARY_FORBIDDEN',
+  NOT_FOUND: 'AVIARY_NOT_FOUND',
+  TASK_NOT_FOUND: 'AVIARY_TASK_NOT_FOUND',
+  TASK_RUNNING: 'AVIARY_TASK_RUNNING',
+  SAMPLE_EXISTS: 'AVIARY_SAMPLE_EXISTS',
+  FILE_NOT_FOUND: 'AVIARY_FILE_NOT_FOUND',
+  REPORT_NOT_FOUND: 'AVIARY_REPORT_NOT_FOUND',
+  MACHINE_NOT_FOUND: 'AVIARY_MACHINE_NOT_FOUND',
+  TOO_LARGE: 'AVIARY_TOO_LARGE',
+  INTERNAL: 'AVIARY_INTERNAL'
+} as const
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes]
