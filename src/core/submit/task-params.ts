@@ -1,0 +1,100 @@
+// Turns the validated form fields shared by every create route into task settings. The schema
+// has already checked types and ranges; what needs the fleet or a calendar is checked here.
+import { badRequest } from '../errors'
+import type { MachinesRepository } from '../db/machines.repository'
+import { formatDatetime, parseClock } from '../../shared/time'
+
+export interface TaskFields {
+  package?: string | undefined
+  timeout?: number | undefined
+  priority?: number | undefined
+  options?: string | undefined
+  machine?: string | undefined
+  platform?: string | undefined
+  tags?: string | undefined
+  custom?: string | undefined
+  owner?: string | undefined
+  memory?: string | undefined
+  enforce_timeout?: string | undefined
+  clock?: string | undefined
+}
+
+export interface TaskParams {
+  package: string | null
+  timeout: number
+  priority: number
+  options: string | null
+  machine: string | null
+  platform: string | null
+  tags: string[]
+  custom: string | null
+  owner: string
+  memory: boolean
+  enforce_timeout: boolean
+  clock: string | null
+}
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/
+
+export function parseFlag(value: string | undefined): boolean {
+  return value !== undefined && /^(1|true|yes|on)$/i.test(value)
+}
+
+export function parseTaskParams(f: TaskFields, machines: MachinesRepository): TaskParams {
+  for (const field of ['options', 'custom', 'owner', 'tags'] as const) {
+    if (f[field] !== undefined && CONTROL.test(f[field])) throw badRequest(field, 'control characters are not allowed')
+  }
+  let machine: string | null = null
+  if (f.machine !== undefined) {
+    const row = machines.findByNameOrId(f.machine)
+    if (!row) {
+      const known = machines.list().map((m) => m.name)
+      throw badRequest('machine', `no configured machine is named '${f.machine}'; ` +
+        (known.length ? `known: ${known.join(', ')}` : 'no machines are configured (see machines.json)'))
+    }
+    machine = row.name
+  }
+  let clock: string | null = null
+  if (f.clock !== undefined) {
+    const date = parseClock(f.clock)
+    if (!date) throw badRequest('clock', `'${f.clock}' is not a real date; use MM-DD-YYYY HH:MM:SS`)
+    clock = formatDatetime(date)
+  }
+  return {
+    package: f.package ?? null,
+    timeout: f.timeout ?? 0,
+    priority: f.priority ?? 1,
+    options: f.options ?? null,
+    machine,
+    platform: f.platform ?? null,
+    tags: parseTags(f.tags),
+    custom: f.custom ?? null,
+    owner: f.owner ?? '',
+    memory: parseFlag(f.memory),
+    enforce_timeout: parseFlag(f.enforce_timeout),
+    clock
+  }
+}
+
+/** Comma-separated, each stripped, empty pieces dropped, duplicates once (Cuckoo 2 rules). */
+export function parseTags(raw: string | undefined): string[] {
+  if (!raw) return []
+  return [...new Set(raw.split(',').map((t) => t.trim()).filter(Boolean))]
+}
+
+/** Options `k=v,k2=v2` as Cuckoo parses them: pieces without `=` are ignored. */
+export function parseOptions(raw: string | null): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const piece of (raw ?? '').split(',')) {
+    const eq = piece.indexOf('=')
+    if (eq > 0) out.set(piece.slice(0, eq).trim(), piece.slice(eq + 1).trim())
+  }
+  return out
+}
+
+/** Appends `key=value` to an options string. */
+export function withOption(options: string | null, key: string, value: string): string {
+  const piece = `${key}=${value.replace(/,/g, '_')}`
+  return options ? `${options},${piece}` : piece
+}

@@ -1,0 +1,130 @@
+// What the API does to tasks besides creating them: read, list, delete, reschedule, reboot and
+// rereport, with the semantics of Cuckoo 2 (shared/reference/cuckoo-api.md §4.4–4.12).
+import { rm, stat } from 'node:fs/promises'
+import { ApiError, badRequest, taskNotFound } from '../errors'
+import { ErrorCodes } from '../../shared/errors'
+import { TASK_STATUSES } from '../../shared/api/schemas'
+import { formatDatetime } from '../../shared/time'
+import type { TasksRepository, TaskRow, NewTask } from '../db/tasks.repository'
+import type { StorageLayout } from '../storage/layout'
+
+export interface ListQuery {
+  limit?: number | undefined
+  offset?: number | undefined
+  status?: string | undefined
+  owner?: string | undefined
+  completed_after?: number | undefined
+}
+
+export class TasksService {
+  constructor(
+    private readonly tasks: TasksRepository,
+    private readonly layout: StorageLayout
+  ) {}
+
+  /** The /tasks/view body, serialized (see task_json in the migrations). */
+  viewBody(id: number): Buffer {
+    const body = this.tasks.viewBody(id)
+    if (body === undefined) throw taskNotFound()
+    return body
+  }
+
+  /** The /tasks/list body, serialized, tasks in list order. */
+  listBody(q: ListQuery, sampleId?: number): Buffer {
+    if (q.status !== undefined && !(TASK_STATUSES as readonly string[]).includes(q.status)) {
+      throw badRequest('status', `'${q.status}' is not a task status; one of ${TASK_STATUSES.join(', ')}`)
+    }
+    return this.tasks.listBody({
+        limit: q.limit,
+        offset: q.offset,
+        status: q.status,
+        owner: q.owner,
+        completedAfter: q.completed_after === undefined ? undefined : formatDatetime(new Date(q.completed_after * 1000)),
+      sampleId
+    })
+  }
+
+  /** Deletes the task and its analysis folder; a running task is refused (500, as specified). */
+  async delete(id: number): Promise<void> {
+    const outcome = this.tasks.deleteUnlessRunning(id)
+    if (outcome === 'missing') throw taskNotFound()
+    if (outcome === 'running') {
+      throw new ApiError(500, 'The task is currently being processed, cannot delete', ErrorCodes.TASK_RUNNING)
+    }
+    await rm(this.layout.analysis(id), { recursive: true, force: true })
+  }
+
+  /** The old task becomes `recovered`; a pending copy is queued. Returns the new id. */
+  reschedule(id: number, priority: number | undefined): number {
+    const row = this.tasks.get(id)
+    if (!row) throw new ApiError(404, 'There is no analysis with the specified ID', ErrorCodes.TASK_NOT_FOUND)
+    const copy = copyOf(row)
+    if (priority) copy.priority = priority
+    return this.tasks.reschedule(id, copy)
+  }
+
+  /** A new task that analyzes the same file again after a reboot of the guest. */
+  async reboot(id: number): Promise<number> {
+    const row = this.tasks.get(id)
+    const usable = row && row.category !== 'url' && (await fileExists(row.target))
+    if (!row || !usable) throw new ApiError(404, 'Error creating reboot task', ErrorCodes.TASK_NOT_FOUND)
+    return this.tasks.insert({
+      category: 'file',
+      target: row.target,
+      sample_id: row.sample_id,
+      package: 'reboot',
+      timeout: 0,
+      priority: 1,
+      options: null,
+      machine: null,
+      platform: null,
+      tags: [],
+      custom: String(row.id),
+      owner: '',
+      memory: false,
+      enforce_timeout: false,
+      clock: null,
+      submit_id: null,
+      errors: []
+    })
+  }
+
+  rereport(id: number): boolean {
+    if (!this.tasks.get(id)) throw taskNotFound()
+    return this.tasks.rereport(id)
+  }
+
+  exists(id: number): boolean {
+    return this.tasks.get(id) !== undefined
+  }
+}
+
+function copyOf(r: TaskRow): NewTask {
+  return {
+    category: r.category as NewTask['category'],
+    target: r.target,
+    sample_id: r.sample_id,
+    package: r.package,
+    timeout: r.timeout,
+    priority: r.priority,
+    options: r.options,
+    machine: r.machine,
+    platform: r.platform,
+    tags: JSON.parse(r.tags) as string[],
+    custom: r.custom,
+    owner: r.owner,
+    memory: r.memory === 1,
+    enforce_timeout: r.enforce_timeout === 1,
+    clock: r.clock,
+    submit_id: null,
+    errors: []
+  }
+}
+
+async function fileExists(p: string): Promise<boolean> {
+  try {
+    return (await stat(p)).isFile()
+  } catch {
+    return false
+  }
+}
