@@ -1,4 +1,111 @@
-// Placeholder entry; replaced by the real command line below.
-export async function main(_argv: string[]): Promise<number> {
-  return 0
+// The `aviary` command: `serve` runs the headless analysis service, `submit` sends samples and
+// URLs to it (or to any Cuckoo-compatible instance) the way `cuckoo submit` did.
+import { Command, InvalidArgumentError, Option } from 'commander'
+import { AviaryService } from './service'
+import { DEFAULT_HOST, DEFAULT_PORT, VERSION, defaultDataDir, parseSize } from './config'
+import { runSubmit } from './submit-cli'
+
+const int = (name: string, min: number, max: number) => (v: string): number => {
+  const n = Number(v)
+  if (!/^\d+$/.test(v) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`)
+  return n
+}
+
+const size = (v: string): number => {
+  const n = parseSize(v)
+  if (n === null) throw new InvalidArgumentError('a size such as 1073741824, 512M or 2G')
+  return n
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let exitCode = 0
+  const program = new Command('aviary')
+    .description('Aviary: a malware-analysis sandbox with a Cuckoo-compatible API')
+    .version(VERSION)
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) })
+
+  program
+    .command('serve')
+    .description('run the analysis service (REST API) without a window')
+    .option('-H, --host <host>', 'address to bind', DEFAULT_HOST)
+    .option('-p, --port <port>', 'port to bind', int('port', 0, 65535), DEFAULT_PORT)
+    .option('--data <dir>', 'data directory (default: $AVIARY_DATA or the per-user data directory)')
+    .addOption(new Option('--api-token <token>', 'require "Authorization: Bearer <token>"').env('AVIARY_API_TOKEN'))
+    .option('--max-upload-size <size>', 'largest accepted sample, e.g. 512M or 2G', size)
+    .option('--task-cache-size <size>', 'memory for serialized tasks served by the API, e.g. 128M', size)
+    .option('--debug', 'verbose logging; enables GET /exit')
+    .action(async (o: ServeOptions) => {
+      exitCode = await serve(o)
+    })
+
+  program
+    .command('submit')
+    .description('submit files, folders or URLs; prints the task ids')
+    .argument('<target...>', 'files, folders (every file inside) or URLs')
+    .option('--url', 'treat every target as a URL')
+    .option('--package <name>', 'analysis package')
+    .option('--timeout <seconds>', 'analysis timeout', int('timeout', 0, 86400))
+    .option('--priority <n>', 'priority 1-3', int('priority', 1, 3))
+    .option('--options <k=v,...>', 'options for the analysis package')
+    .option('--machine <name>', 'analysis machine')
+    .option('--platform <name>', 'platform, e.g. windows')
+    .option('--tags <t1,t2>', 'machine tags')
+    .option('--custom <text>', 'custom string')
+    .option('--owner <name>', 'owner')
+    .option('--memory', 'full memory dump of the machine')
+    .option('--enforce-timeout', 'run for the whole timeout')
+    .option('--unique', 'skip samples that were submitted before')
+    .option('--json', 'print the result as JSON')
+    .addOption(new Option('--remote <base>', 'API base URL').env('AVIARY_URL').default(`http://${DEFAULT_HOST}:${DEFAULT_PORT}`))
+    .addOption(new Option('--api-token <token>', 'Bearer token of the API').env('AVIARY_API_TOKEN'))
+    .action(async (targets: string[], o) => {
+      exitCode = await runSubmit(targets, o)
+    })
+
+  try {
+    await program.parseAsync(argv, { from: 'user' })
+  } catch (err) {
+    const code = (err as { exitCode?: number }).exitCode
+    return typeof code === 'number' ? code : 1
+  }
+  return exitCode
+}
+
+interface ServeOptions {
+  host: string
+  port: number
+  data?: string
+  apiToken?: string
+  maxUploadSize?: number
+  taskCacheSize?: number
+  debug?: boolean
+}
+
+async function serve(o: ServeOptions): Promise<number> {
+  const dataDir = o.data ?? defaultDataDir()
+  let done!: (code: number) => void
+  const finished = new Promise<number>((resolve) => (done = resolve))
+  const shutdown = () => void service.stop().then(() => done(0), () => done(1))
+  const service: AviaryService = new AviaryService({
+    onExitRequest: shutdown,
+    dataDir,
+    host: o.host,
+    port: o.port,
+    apiToken: o.apiToken || undefined,
+    debug: o.debug ?? false,
+    logLevel: o.debug ? 'debug' : 'info',
+    ...(o.maxUploadSize ? { maxUploadBytes: o.maxUploadSize } : {}),
+    ...(o.taskCacheSize ? { taskCacheBytes: o.taskCacheSize } : {})
+  })
+  process.once('SIGINT', shutdown)
+  process.once('SIGTERM', shutdown)
+  try {
+    const { url } = await service.start()
+    process.stderr.write(`aviary: analysis API on ${url} (data: ${dataDir})\n`)
+  } catch (err) {
+    process.stderr.write(`aviary: cannot start: ${(err as Error).message}\n`)
+    return 1
+  }
+  return finished
 }

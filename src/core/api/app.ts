@@ -1,0 +1,56 @@
+// The HTTP application of the analysis API. It never listens itself: the composition root
+// (service.ts) or a test does. Both generations of Cuckoo's API are served at once.
+import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import formbody from '@fastify/formbody'
+import swagger from '@fastify/swagger'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { installErrorHandling } from './error-handler'
+import { installSecurity } from './security'
+import { openApiOptions } from './openapi'
+import type { ApiContext } from './context'
+import { createRoutes } from './routes/create.routes'
+import { tasksRoutes } from './routes/tasks.routes'
+import { resultsRoutes } from './routes/results.routes'
+import { filesRoutes } from './routes/files.routes'
+import { statusRoutes } from './routes/status.routes'
+
+export type App = FastifyInstance
+
+export interface AppOptions {
+  logLevel?: string
+  maxUploadBytes: number
+  apiToken?: string | undefined
+  allowedOrigins?: string[]
+  debug?: boolean
+}
+
+export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> {
+  const app = Fastify({
+    logger: { level: opts.logLevel ?? 'info' },
+    logController: new LogController({ disableRequestLogging: !opts.debug }),
+    bodyLimit: 4 * 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true },
+    ajv: {
+      customOptions: {
+        coerceTypes: true,
+        removeAdditional: true,
+        useDefaults: true,
+        allErrors: false,
+        verbose: true,
+        keywords: ['x-allowed', 'x-file', 'example']
+      }
+    }
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  installErrorHandling(app, opts.maxUploadBytes)
+  installSecurity(app, { apiToken: opts.apiToken, allowedOrigins: opts.allowedOrigins })
+  await app.register(swagger, openApiOptions(ctx.version))
+  await app.register(formbody, { bodyLimit: 4 * 1024 * 1024 })
+  await app.register(createRoutes(ctx, opts.maxUploadBytes))
+  await app.register(tasksRoutes(ctx))
+  await app.register(resultsRoutes(ctx))
+  await app.register(filesRoutes(ctx))
+  await app.register(statusRoutes(ctx, { debug: opts.debug ?? false }))
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  return app
+}

@@ -1,0 +1,66 @@
+// What an analysis produced: reports and archives, screenshots, memory dumps, the pcap.
+import type { FastifyPluginAsync } from 'fastify'
+import { Type } from 'typebox'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { ApiContext } from '../context'
+import { ErrorBody } from '../../../shared/api/schemas'
+import { ArchiveQuery, MemoryParams, PcapParams, ReportParams, ScreenshotParams, TaskIdParams } from '../../../shared/api/requests'
+import { sendResult } from '../send-file'
+import { withV1 } from './paths'
+import { stripEmptyFields } from '../empty-fields'
+
+const Binary = Type.Unsafe<unknown>({ type: 'string', format: 'binary' })
+const errors = { 400: ErrorBody, 404: ErrorBody }
+
+export const resultsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {
+  const app = base.withTypeProvider<TypeBoxTypeProvider>()
+  stripEmptyFields(app)
+
+  for (const url of [...withV1('/tasks/report/:id'), ...withV1('/tasks/report/:id/:format')]) {
+    app.get(url, {
+      schema: {
+        tags: ['reports'],
+        summary: 'A report (json, html, maec, metadata) or an archive of results (all, dropped, package_files)',
+        params: ReportParams, querystring: ArchiveQuery, response: { 200: Binary, ...errors }
+      }
+    }, async (request, reply) => {
+      const tar = request.query.tar === 'gz' ? 'gz' : request.query.tar === 'tar' ? 'none' : 'bz2'
+      const result = await ctx.results.report(request.params.id, request.params.format ?? 'json', tar, request.query.elements)
+      if (result.kind === 'json') return reply.type('application/json').send(JSON.stringify(result.body))
+      return sendResult(request, reply, result)
+    })
+  }
+
+  app.get('/tasks/summary/:id', {
+    schema: { tags: ['reports'], summary: 'report.json without its heaviest parts', params: TaskIdParams, response: { 200: Binary, ...errors } }
+  }, async (request, reply) => reply.type('application/json').send(JSON.stringify(await ctx.results.summary(request.params.id))))
+
+  for (const url of [...withV1('/tasks/screenshots/:id'), ...withV1('/tasks/screenshots/:id/:screenshot')]) {
+    app.get(url, {
+      schema: {
+        tags: ['reports'], summary: 'One screenshot (JPEG), or all of them as a zip',
+        params: ScreenshotParams, response: { 200: Binary, ...errors }
+      }
+    }, async (request, reply) => {
+      const { id, screenshot } = request.params
+      return sendResult(request, reply, screenshot === undefined ? await ctx.results.screenshots(id) : await ctx.results.screenshot(id, screenshot))
+    })
+  }
+
+  app.get('/memory/list/:id', {
+    schema: {
+      tags: ['memory'], summary: 'Process memory dumps of a task', params: TaskIdParams,
+      response: { 200: Type.Object({ dump_files: Type.Array(Type.String()) }), ...errors }
+    }
+  }, async (request) => ({ dump_files: await ctx.results.memoryList(request.params.id) }))
+
+  app.get('/memory/get/:id/:pid', {
+    schema: { tags: ['memory'], summary: 'One process memory dump', params: MemoryParams, response: { 200: Binary, ...errors } }
+  }, async (request, reply) => sendResult(request, reply, await ctx.results.memoryDump(request.params.id, request.params.pid)))
+
+  for (const url of withV1('/pcap/get/:task')) {
+    app.get(url, {
+      schema: { tags: ['reports'], summary: 'The packet capture of a task', params: PcapParams, response: { 200: Binary, ...errors } }
+    }, async (request, reply) => sendResult(request, reply, await ctx.results.pcap(request.params.task)))
+  }
+}

@@ -1,0 +1,79 @@
+// Reading and managing tasks. Destructive actions are GETs, as in Cuckoo's API.
+import type { FastifyPluginAsync } from 'fastify'
+import { Type } from 'typebox'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { ApiContext } from '../context'
+import { ErrorBody, Task } from '../../../shared/api/schemas'
+import { ListParams, ListQuery, RescheduleParams, SampleIdParams, TaskIdParams } from '../../../shared/api/requests'
+import { withV1 } from './paths'
+import { stripEmptyFields } from '../empty-fields'
+import type { FastifyReply } from 'fastify'
+
+// Tasks come serialized from the database (task_json); the response schemas document them.
+const sendJson = (reply: FastifyReply, body: Buffer) => reply.type('application/json; charset=utf-8').send(body)
+
+const TaskList = Type.Object({ tasks: Type.Array(Task) })
+const e400 = { 400: ErrorBody }
+const e404 = { 400: ErrorBody, 404: ErrorBody }
+
+export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {
+  const app = base.withTypeProvider<TypeBoxTypeProvider>()
+  const tags = ['tasks']
+  stripEmptyFields(app)
+
+  for (const url of [...withV1('/tasks/list'), ...withV1('/tasks/list/:limit'), ...withV1('/tasks/list/:limit/:offset')]) {
+    app.get(url, {
+      schema: {
+        tags, summary: 'List tasks: unfinished first by id, then finished by completion time',
+        params: ListParams, querystring: ListQuery, response: { 200: TaskList, ...e400 }
+      }
+    }, async (request, reply) => sendJson(reply, ctx.tasks.listBody({ ...request.query, ...request.params })))
+  }
+
+  for (const url of withV1('/tasks/sample/:sample_id')) {
+    app.get(url, {
+      schema: { tags, summary: 'Tasks that analyze a sample', params: SampleIdParams, querystring: ListQuery, response: { 200: TaskList, ...e400 } }
+    }, async (request, reply) => sendJson(reply, ctx.tasks.listBody(request.query, request.params.sample_id)))
+  }
+
+  for (const url of withV1('/tasks/view/:id')) {
+    app.get(url, {
+      schema: { tags, summary: 'One task', params: TaskIdParams, response: { 200: Type.Object({ task: Task }), ...e404 } }
+    }, async (request, reply) => sendJson(reply, ctx.tasks.viewBody(request.params.id)))
+  }
+
+  for (const url of withV1('/tasks/delete/:id')) {
+    app.get(url, {
+      schema: {
+        tags, summary: 'Delete a task and its results (refused while it runs)', params: TaskIdParams,
+        response: { 200: Type.Object({ status: Type.String() }), ...e404, 500: ErrorBody }
+      }
+    }, async (request) => {
+      await ctx.tasks.delete(request.params.id)
+      return { status: 'OK' }
+    })
+  }
+
+  for (const url of [...withV1('/tasks/reschedule/:id'), ...withV1('/tasks/reschedule/:id/:priority')]) {
+    app.get(url, {
+      schema: {
+        tags, summary: 'Queue a copy of a task; the old one becomes recovered', params: RescheduleParams,
+        response: { 200: Type.Object({ status: Type.String(), task_id: Type.Integer() }), ...e404 }
+      }
+    }, async (request) => ({ status: 'OK', task_id: ctx.tasks.reschedule(request.params.id, request.params.priority) }))
+  }
+
+  app.get('/tasks/reboot/:id', {
+    schema: {
+      tags, summary: 'Analyze the same file again after a guest reboot', params: TaskIdParams,
+      response: { 200: Type.Object({ reboot_id: Type.Integer(), task_id: Type.Integer() }), ...e404 }
+    }
+  }, async (request) => ({ reboot_id: await ctx.tasks.reboot(request.params.id), task_id: request.params.id }))
+
+  app.get('/tasks/rereport/:id', {
+    schema: {
+      tags, summary: 'Run processing and reporting again (reported tasks only)', params: TaskIdParams,
+      response: { 200: Type.Object({ success: Type.Boolean() }), ...e404 }
+    }
+  }, async (request) => ({ success: ctx.tasks.rereport(request.params.id) }))
+}

@@ -1,0 +1,85 @@
+// Request guards: the optional Bearer token (Cuckoo 2.0.7's api_token), refusal of requests a
+// web page makes on the analyst's behalf (the API changes state on GET, as Cuckoo's did, so a
+// cross-site <img> or form must not reach it), and protective response headers.
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
+import { send } from './error-handler'
+import { ErrorCodes } from '../../shared/errors'
+
+export interface SecurityOptions {
+  apiToken?: string | undefined
+  /** Origins (scheme://host:port) allowed to call from a browser besides the service itself. */
+  allowedOrigins?: string[] | undefined
+}
+
+const digest = (s: string) => createHash('sha256').update(s).digest()
+
+export function installSecurity(app: FastifyInstance, opts: SecurityOptions): void {
+  const expected = opts.apiToken ? digest(`Bearer ${opts.apiToken}`) : null
+  const allowed = new Set(opts.allowedOrigins ?? [])
+
+  // Hooks run on every request: synchronous, no allocations beyond what a check needs.
+  app.addHook('onRequest', (request, reply, done) => {
+    const origin = request.headers.origin
+    const site = request.headers['sec-fetch-site']
+    if (origin !== undefined || site !== undefined) {
+      const refusal = browserRefusal(origin, site, request.headers.host, allowed)
+      if (refusal) return void send(reply, 403, refusal, ErrorCodes.FORBIDDEN)
+      if (origin && allowed.has(origin)) {
+        // The desktop renderer (an allowed origin) may read responses and send the token.
+        reply.header('Access-Control-Allow-Origin', origin)
+        reply.header('Vary', 'Origin')
+        if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) {
+          return void reply.code(204).headers(PREFLIGHT).send()
+        }
+      }
+    }
+    if (expected) {
+      const header = request.headers.authorization
+      if (typeof header !== 'string' || !timingSafeEqual(digest(header), expected)) {
+        reply.header('WWW-Authenticate', 'Bearer')
+        return void send(reply, 401, "Authentication in the form of an 'Authorization: Bearer <TOKEN>' header is required", ErrorCodes.UNAUTHORIZED)
+      }
+    }
+    done()
+  })
+
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    reply.headers(PROTECTIVE)
+    // Reports describe malware: whatever HTML they hold runs in an opaque, script-less sandbox.
+    if (!reply.hasHeader('Content-Security-Policy')) reply.header('Content-Security-Policy', CSP)
+    done(null, payload)
+  })
+}
+
+const PROTECTIVE = {
+  'X-Content-Type-Options': 'nosniff',
+  'Cache-Control': 'no-cache',
+  'Referrer-Policy': 'no-referrer'
+}
+const CSP = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-ancestors 'none'"
+const PREFLIGHT = {
+  'Access-Control-Allow-Methods': 'GET, HEAD, POST',
+  'Access-Control-Allow-Headers': 'Authorization, Content-Type, Range',
+  'Access-Control-Max-Age': '600'
+}
+
+/** Why a request from a web page is refused, or null when it may proceed. */
+function browserRefusal(origin: string | undefined, site: string | string[] | undefined, host: string | undefined, allowed: Set<string>): string | null {
+  if (origin !== undefined && !allowed.has(origin) && !sameOrigin(origin, host)) {
+    return 'Cross-origin requests are refused; call the API from a client, not a web page'
+  }
+  if ((site === 'cross-site' || site === 'same-site') && !(origin && allowed.has(origin))) {
+    return 'Cross-site requests are refused; call the API from a client, not a web page'
+  }
+  return null
+}
+
+function sameOrigin(origin: string, host: string | undefined): boolean {
+  if (host === undefined || !/^https?:\/\//.test(origin)) return false
+  try {
+    return new URL(origin).host === host
+  } catch {
+    return false
+  }
+}

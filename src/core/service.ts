@@ -1,0 +1,142 @@
+// The composition root of the headless service: storage, database, services and the HTTP API,
+// started and stopped in order. `aviary serve` and the Electron main process both use it.
+import { readdir, rm } from 'node:fs/promises'
+import path from 'node:path'
+import type { AddressInfo } from 'node:net'
+import { createLayout, type StorageLayout } from './storage/layout'
+import { lockDataDir } from './storage/data-lock'
+import { openDatabase, type Db } from './db/database'
+import { SamplesRepository } from './db/samples.repository'
+import { TasksRepository } from './db/tasks.repository'
+import { SubmitsRepository } from './db/submits.repository'
+import { MachinesRepository } from './db/machines.repository'
+import { loadMachinesConfig } from './machinery/machines-config'
+import { HashPool } from './hashing/hash-pool'
+import { createFileTypeDetector } from './hashing/magic'
+import { SampleStore } from './samples/sample-store'
+import { SubmitService } from './submit/submit.service'
+import { TasksService } from './tasks/tasks.service'
+import { ResultsService } from './results/results.service'
+import { StatusService } from './status/status.service'
+import { buildApp, type App } from './api/app'
+import { DEFAULT_HOST, DEFAULT_MAX_UPLOAD, DEFAULT_PORT, VERSION, defaultTaskCacheBytes } from './config'
+import type { UnpackLimits } from './submit/unpack'
+
+export interface ServiceOptions {
+  dataDir: string
+  host?: string
+  /** 0 picks a free port */
+  port?: number
+  apiToken?: string | undefined
+  debug?: boolean
+  maxUploadBytes?: number
+  logLevel?: string
+  /** Path of the bundled hashing worker; null hashes inline; default: next to the bundle. */
+  hashWorker?: string | null
+  allowedOrigins?: string[]
+  unpackLimits?: Partial<UnpackLimits>
+  /** Memory for serialized tasks served by the API (default: defaultTaskCacheBytes()). */
+  taskCacheBytes?: number
+  /** Called when a client asks the service to stop (GET /exit in debug mode). */
+  onExitRequest?: () => void
+}
+
+interface Running {
+  app: App
+  db: Db
+  pool: HashPool
+  unlock: () => void
+  url: string
+}
+
+export class AviaryService {
+  readonly layout: StorageLayout
+  private running: Running | null = null
+  private starting: Promise<{ url: string }> | null = null
+
+  constructor(private readonly opts: ServiceOptions) {
+    this.layout = createLayout(opts.dataDir)
+  }
+
+  get url(): string | null {
+    return this.running?.url ?? null
+  }
+
+  start(): Promise<{ url: string }> {
+    if (this.running) return Promise.resolve({ url: this.running.url })
+    this.starting ??= this.doStart().finally(() => { this.starting = null })
+    return this.starting
+  }
+
+  private async doStart(): Promise<{ url: string }> {
+    const layout = this.layout
+    layout.ensure()
+    const unlock = lockDataDir(layout.root)
+    let db: Db | null = null
+    const pool = new HashPool(this.opts.hashWorker)
+    try {
+      await cleanTmp(layout.tmp)
+      db = openDatabase(layout.database)
+      const machines = new MachinesRepository(db)
+      machines.sync(loadMachinesConfig(layout.machinesConfig))
+      const samples = new SamplesRepository(db)
+      const tasks = new TasksRepository(db, this.opts.taskCacheBytes ?? defaultTaskCacheBytes())
+      const store = new SampleStore(layout, samples, pool, createFileTypeDetector())
+      const maxUploadBytes = this.opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD
+      const app = await buildApp(
+        {
+          version: VERSION,
+          store,
+          submit: new SubmitService({
+            tasks, samples, machines, store, layout, submits: new SubmitsRepository(db), unpackLimits: this.opts.unpackLimits
+          }),
+          tasks: new TasksService(tasks, layout),
+          results: new ResultsService(layout),
+          status: new StatusService(tasks, machines, layout, VERSION),
+          samples,
+          machines,
+          taskRows: tasks,
+          requestExit: () => (this.opts.onExitRequest ?? (() => void this.stop()))()
+        },
+        {
+          logLevel: this.opts.logLevel ?? 'info',
+          maxUploadBytes,
+          apiToken: this.opts.apiToken,
+          debug: this.opts.debug ?? false,
+          allowedOrigins: this.opts.allowedOrigins ?? []
+        }
+      )
+      await app.listen({ host: this.opts.host ?? DEFAULT_HOST, port: this.opts.port ?? DEFAULT_PORT })
+      const address = app.server.address() as AddressInfo
+      const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+      this.running = { app, db, pool, unlock, url: `http://${host}:${address.port}` }
+      return { url: this.running.url }
+    } catch (err) {
+      await pool.stop()
+      db?.close()
+      unlock()
+      throw err
+    }
+  }
+
+  /** Stops in reverse order of start; safe to call twice. */
+  async stop(): Promise<void> {
+    if (this.starting) await this.starting.catch(() => undefined)
+    const r = this.running
+    if (!r) return
+    this.running = null
+    await r.app.close()
+    await r.pool.stop()
+    r.db.close()
+    r.unlock()
+  }
+}
+
+/** Uploads and unpack scratch left by a crash are garbage: nothing refers to them. */
+async function cleanTmp(dir: string): Promise<void> {
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (name.startsWith('upload-') || name.startsWith('unpack-')) {
+      await rm(path.join(dir, name), { recursive: true, force: true })
+    }
+  }
+}

@@ -1,0 +1,97 @@
+// `aviary submit`: files, folders (every regular file inside, recursively) and URLs, sent
+// through the API one task each, streamed from disk. Prints one line per target.
+import { openAsBlob } from 'node:fs'
+import { readdir, stat } from 'node:fs/promises'
+import path from 'node:path'
+import { AnalysisClient, ApiClientError, type Fields } from '../shared/api/client'
+
+interface SubmitOptions {
+  url?: boolean
+  package?: string
+  timeout?: number
+  priority?: number
+  options?: string
+  machine?: string
+  platform?: string
+  tags?: string
+  custom?: string
+  owner?: string
+  memory?: boolean
+  enforceTimeout?: boolean
+  unique?: boolean
+  json?: boolean
+  remote: string
+  apiToken?: string
+}
+
+interface Outcome {
+  target: string
+  task_id?: number
+  error?: string
+}
+
+export async function runSubmit(targets: string[], o: SubmitOptions): Promise<number> {
+  const client = new AnalysisClient(o.remote, { token: o.apiToken })
+  const fields: Fields = {
+    package: o.package, timeout: o.timeout, priority: o.priority, options: o.options, machine: o.machine,
+    platform: o.platform, tags: o.tags, custom: o.custom, owner: o.owner, memory: o.memory,
+    enforce_timeout: o.enforceTimeout
+  }
+  const outcomes: Outcome[] = []
+  const report = (r: Outcome) => {
+    outcomes.push(r)
+    if (o.json) return
+    if (r.task_id !== undefined) process.stdout.write(`Success: ${o.url || !isPathLike(r.target) ? 'URL' : 'File'} "${r.target}" added as task with ID #${r.task_id}\n`)
+    else process.stderr.write(`Error: "${r.target}": ${r.error}\n`)
+  }
+  for (const target of targets) {
+    try {
+      if (o.url) {
+        report({ target, task_id: (await client.createUrl(target, fields)).task_id })
+        continue
+      }
+      const files = await filesOf(target)
+      if (files === null) {
+        if (/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) report({ target, task_id: (await client.createUrl(target, fields)).task_id })
+        else report({ target, error: 'no such file or folder (use --url for a URL without a scheme)' })
+        continue
+      }
+      for (const file of files) {
+        try {
+          const blob = await openAsBlob(file)
+          const res = await client.createFile(blob, path.basename(file), { ...fields, unique: o.unique })
+          report({ target: file, task_id: res.task_id })
+        } catch (err) {
+          report({ target: file, error: messageOf(err) })
+          if (err instanceof ApiClientError && err.status === 0) break
+        }
+      }
+    } catch (err) {
+      report({ target, error: messageOf(err) })
+    }
+  }
+  if (o.json) process.stdout.write(JSON.stringify(outcomes, null, 2) + '\n')
+  return outcomes.some((r) => r.error !== undefined) ? 1 : 0
+}
+
+/** The files a target names: itself, or every regular file below a folder; null when absent. */
+async function filesOf(target: string): Promise<string[] | null> {
+  let s
+  try {
+    s = await stat(target)
+  } catch {
+    return null
+  }
+  if (s.isFile()) return [target]
+  if (!s.isDirectory()) return []
+  const out: string[] = []
+  for (const entry of (await readdir(target, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+    const full = path.join(target, entry.name)
+    if (entry.isFile()) out.push(full)
+    else if (entry.isDirectory()) out.push(...((await filesOf(full)) ?? []))
+  }
+  return out
+}
+
+const isPathLike = (t: string) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(t)
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err))

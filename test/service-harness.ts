@@ -1,0 +1,68 @@
+// Starts a real service (real SQLite file, real HTTP socket on a free port, the bundled hashing
+// worker) in a fresh data directory, and gives tests a few request helpers.
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import { AviaryService, type ServiceOptions } from '../src/core/service'
+
+export const HASH_WORKER = path.resolve('out/cli/hash.worker.mjs')
+
+export interface Harness {
+  url: string
+  dataDir: string
+  service: AviaryService
+  get(p: string, headers?: Record<string, string>): Promise<Response>
+  json<T = Record<string, unknown>>(p: string, headers?: Record<string, string>): Promise<{ status: number; body: T; res: Response }>
+  post(p: string, body: FormData | URLSearchParams | string, headers?: Record<string, string>): Promise<{ status: number; body: Record<string, unknown>; res: Response }>
+  analysisDir(id: number): string
+  /** Runs SQL on the service's database file (as the engine will, until it exists). */
+  sql(statement: string, ...args: unknown[]): void
+  stop(): Promise<void>
+}
+
+export async function startHarness(opts: Partial<ServiceOptions> & { machines?: unknown } = {}): Promise<Harness> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'aviary-test-'))
+  if (opts.machines !== undefined) writeFileSync(path.join(dataDir, 'machines.json'), JSON.stringify(opts.machines))
+  const service = new AviaryService({ dataDir, port: 0, logLevel: 'warn', hashWorker: HASH_WORKER, ...opts })
+  const { url } = await service.start()
+  const get = (p: string, headers: Record<string, string> = {}) => fetch(url + p, { headers })
+  let db: Database.Database | undefined
+  return {
+    url,
+    dataDir,
+    service,
+    get,
+    async json<T>(p: string, headers: Record<string, string> = {}) {
+      const res = await get(p, headers)
+      const text = await res.text()
+      return { status: res.status, body: JSON.parse(text) as T, res }
+    },
+    async post(p, body, headers = {}) {
+      const res = await fetch(url + p, { method: 'POST', body, headers })
+      const text = await res.text()
+      return { status: res.status, body: JSON.parse(text) as Record<string, unknown>, res }
+    },
+    analysisDir(id: number) {
+      const dir = path.join(dataDir, 'storage', 'analyses', String(id))
+      mkdirSync(dir, { recursive: true })
+      return dir
+    },
+    sql(statement: string, ...args: unknown[]) {
+      db ??= new Database(path.join(dataDir, 'aviary.db'))
+      db.prepare(statement).run(...args)
+    },
+    async stop() {
+      db?.close()
+      await service.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+export function form(fields: Record<string, string>, files: { field?: string; name: string; data: Uint8Array | string }[] = []): FormData {
+  const f = new FormData()
+  for (const [k, v] of Object.entries(fields)) f.append(k, v)
+  for (const file of files) f.append(file.field ?? 'file', new Blob([file.data]), file.name)
+  return f
+}
