@@ -1,33 +1,42 @@
-// Hands hashing jobs to the worker thread, or hashes inline where the worker's bundle is not
-// there (running from TypeScript sources, e.g. under Vitest). Both give identical results.
-import { existsSync } from 'node:fs'
+// Hands hashing jobs to two worker threads (one per hash lane), or hashes inline where the
+// worker's bundle is not there (running from TypeScript sources, e.g. under Vitest). Both give
+// identical results.
+import { existsSync, write } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { MultiHasher, type Hashes } from './multihash'
-import type { WorkerReply, WorkerRequest } from './hash-protocol'
+import { LANES, MultiHasher, type HashKind, type Hashes } from './multihash'
+import { SLOTS, SLOT_BYTES, type WorkerReply, type WorkerRequest } from './hash-protocol'
 
 export interface HashJob {
-  /** Resolves once the chunk may be reused and more data may be sent (backpressure). */
+  /** Resolves once more data may be sent (backpressure); the chunk may be reused at once. */
   update(chunk: Uint8Array): Promise<void> | void
+  /** All hashes, once every byte is hashed and (with a sink) written. */
   digest(): Promise<Hashes>
   abort(): void
 }
 
-// Chunks in flight per job: enough to keep the worker busy while the socket delivers more,
-// small enough that memory stays flat (64 KiB chunks × 16 = 1 MiB per upload).
-const MAX_IN_FLIGHT = 16
-
-interface Pending {
-  inFlight: number
-  waiters: (() => void)[]
-  result?: (h: Hashes) => void
+interface JobState {
+  sink: number | null // file descriptor the bytes are also written to, in order
+  written: number
+  writes: number // writes in flight
+  drained?: () => void
+  size: number
+  slot: number // the slot being filled, -1 when none
+  filled: number
+  results: Partial<Record<HashKind, string>>[]
+  done?: (h: Hashes) => void
   fail?: (e: Error) => void
   error?: Error
 }
 
 export class HashPool {
-  private worker: Worker | null = null
-  private readonly jobs = new Map<number, Pending>()
+  private workers: Worker[] | null = null
+  private readonly slots = new SharedArrayBuffer(SLOT_BYTES * SLOTS)
+  private readonly bytes = new Uint8Array(this.slots)
+  private readonly free: number[] = Array.from({ length: SLOTS }, (_, i) => i)
+  private readonly pendingAcks = new Uint8Array(SLOTS)
+  private readonly slotWaiters: (() => void)[] = []
+  private readonly jobs = new Map<number, JobState>()
   private nextJob = 1
   private readonly workerFile: string | null
 
@@ -35,79 +44,130 @@ export class HashPool {
     this.workerFile = workerFile === undefined ? defaultWorkerFile() : workerFile
   }
 
-  get usesWorker(): boolean {
-    return this.workerFile !== null
-  }
-
-  start(): HashJob {
-    if (!this.workerFile) return inlineJob()
-    const worker = this.ensureWorker(this.workerFile)
+  /** A job; with `sink`, an open file descriptor, the bytes are also written there. */
+  start(sink: number | null = null): HashJob {
+    if (!this.workerFile) return inlineJob(sink)
+    const workers = this.ensureWorkers(this.workerFile)
     const job = this.nextJob++
-    const state: Pending = { inFlight: 0, waiters: [] }
+    const state: JobState = { sink, written: 0, writes: 0, size: 0, slot: -1, filled: 0, results: [] }
     this.jobs.set(job, state)
-    const send = (msg: WorkerRequest, transfer?: ArrayBuffer[]) => worker.postMessage(msg, transfer)
-    send({ type: 'start', job })
+    workers.forEach((w, lane) => post(w, { type: 'start', job, kinds: LANES[lane]! }))
     return {
-      update: (chunk) => {
-        if (state.error) throw state.error
-        const copy = new Uint8Array(chunk) // the caller's buffer may be pooled; send our own
-        send({ type: 'data', job, buf: copy.buffer }, [copy.buffer])
-        state.inFlight++
-        if (state.inFlight < MAX_IN_FLIGHT) return
-        return new Promise<void>((resolve) => state.waiters.push(resolve))
+      update: async (chunk) => {
+        let offset = 0
+        while (offset < chunk.length) {
+          if (state.error) throw state.error
+          if (state.slot < 0) state.slot = await this.takeSlot()
+          const n = Math.min(SLOT_BYTES - state.filled, chunk.length - offset)
+          this.bytes.set(chunk.subarray(offset, offset + n), state.slot * SLOT_BYTES + state.filled)
+          state.filled += n
+          offset += n
+          if (state.filled === SLOT_BYTES) this.dispatch(job, state)
+        }
+        state.size += chunk.length
       },
-      digest: () =>
-        new Promise<Hashes>((resolve, reject) => {
-          if (state.error) return reject(state.error)
-          state.result = resolve
+      digest: async () => {
+        if (state.error) throw state.error
+        if (state.slot >= 0) this.dispatch(job, state)
+        const hashes = await new Promise<Hashes>((resolve, reject) => {
+          state.done = resolve
           state.fail = reject
-          send({ type: 'end', job })
-        }),
+          for (const w of workers) post(w, { type: 'end', job })
+        })
+        if (state.writes > 0) await new Promise<void>((resolve) => (state.drained = resolve))
+        if (state.error) throw state.error
+        return hashes
+      },
       abort: () => {
-        this.jobs.delete(job)
-        send({ type: 'abort', job })
+        if (!this.jobs.delete(job)) return
+        if (state.slot >= 0) this.release(state.slot)
+        for (const w of workers) post(w, { type: 'abort', job })
       }
     }
   }
 
   async stop(): Promise<void> {
-    const w = this.worker
-    this.worker = null
-    if (w) await w.terminate()
+    const ws = this.workers
+    this.workers = null
+    if (ws) await Promise.all(ws.map((w) => w.terminate()))
   }
 
-  private ensureWorker(file: string): Worker {
-    if (this.worker) return this.worker
-    const worker = new Worker(file)
-    worker.unref() // an idle hasher must not keep the process alive
-    worker.on('message', (msg: WorkerReply) => this.onReply(msg))
-    worker.on('error', (err) => this.failAll(err))
-    worker.on('exit', () => {
-      if (this.worker === worker) this.worker = null
-      this.failAll(new Error('the hashing worker stopped'))
+  private takeSlot(): Promise<number> | number {
+    const slot = this.free.pop()
+    if (slot !== undefined) return slot
+    return new Promise<number>((resolve) => this.slotWaiters.push(() => resolve(this.free.pop()!)))
+  }
+
+  private release(slot: number): void {
+    this.free.push(slot)
+    this.slotWaiters.shift()?.()
+  }
+
+  private dispatch(job: number, state: JobState): void {
+    const { slot, filled } = state
+    this.pendingAcks[slot] = this.workers!.length + (state.sink === null ? 0 : 1)
+    for (const w of this.workers!) post(w, { type: 'data', job, slot, length: filled })
+    if (state.sink !== null) {
+      // Writes are issued in order at explicit positions, so they may complete in any order.
+      state.writes++
+      write(state.sink, this.bytes, slot * SLOT_BYTES, filled, state.written, (err) => {
+        if (err) this.fail(state, err)
+        this.acknowledge(slot)
+        if (--state.writes === 0) state.drained?.()
+      })
+      state.written += filled
+    }
+    state.slot = -1
+    state.filled = 0
+  }
+
+  private acknowledge(slot: number): void {
+    if (--this.pendingAcks[slot]! === 0) this.release(slot)
+  }
+
+  private ensureWorkers(file: string): Worker[] {
+    if (this.workers) return this.workers
+    const workers = LANES.map(() => {
+      // Small heaps: a lane allocates almost nothing per chunk.
+      const w = new Worker(file, { workerData: { slots: this.slots }, resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 48 } })
+      w.unref() // idle hashers must not keep the process alive
+      w.on('message', (msg: WorkerReply) => this.onReply(msg))
+      w.on('error', (err) => this.failAll(err))
+      w.on('exit', () => {
+        if (this.workers?.includes(w)) {
+          // The lanes go together: the survivor is stopped and every slot comes back.
+          for (const other of this.workers) if (other !== w) void other.terminate()
+          this.workers = null
+        }
+        this.failAll(new Error('a hashing worker stopped'))
+        this.free.splice(0, this.free.length, ...Array.from({ length: SLOTS }, (_, i) => i))
+        this.pendingAcks.fill(0)
+        for (const wake of this.slotWaiters.splice(0)) wake()
+      })
+      return w
     })
-    this.worker = worker
-    return worker
+    this.workers = workers
+    return workers
   }
 
   private onReply(msg: WorkerReply): void {
+    if (msg.type === 'ack') return this.acknowledge(msg.slot)
     const state = this.jobs.get(msg.job)
     if (!state) return
-    if (msg.type === 'ack') {
-      state.inFlight--
-      state.waiters.shift()?.()
-    } else if (msg.type === 'result') {
-      this.jobs.delete(msg.job)
-      state.result?.(msg.hashes)
-    } else {
+    if (msg.type === 'error') {
       this.jobs.delete(msg.job)
       this.fail(state, new Error(msg.message))
+      return
+    }
+    state.results.push(msg.hashes)
+    if (state.results.length === LANES.length) {
+      this.jobs.delete(msg.job)
+      state.done?.({ size: state.size, ...Object.assign({}, ...state.results) } as Hashes)
     }
   }
 
-  private fail(state: Pending, err: Error): void {
+  private fail(state: JobState, err: Error): void {
     state.error = err
-    for (const w of state.waiters.splice(0)) w()
     state.fail?.(err)
   }
 
@@ -117,10 +177,21 @@ export class HashPool {
   }
 }
 
-function inlineJob(): HashJob {
+const post = (w: Worker, msg: WorkerRequest) => w.postMessage(msg)
+
+function inlineJob(sink: number | null): HashJob {
   const hasher = new MultiHasher()
+  let position = 0
   return {
-    update: (chunk) => hasher.update(chunk),
+    update: async (chunk) => {
+      hasher.update(chunk)
+      if (sink === null) return
+      for (let done = 0; done < chunk.length; ) {
+        done += await new Promise<number>((resolve, reject) =>
+          write(sink, chunk, done, chunk.length - done, position + done, (err, n) => (err ? reject(err) : resolve(n))))
+      }
+      position += chunk.length
+    },
     digest: async () => hasher.digest(),
     abort: () => undefined
   }

@@ -1,35 +1,47 @@
-// Hashing off the main thread: the service keeps answering while a large upload is hashed,
-// and the socket, the disk writes and the hashes use both cores. One worker serves many
-// uploads at once, each under its own job id.
-import { parentPort } from 'node:worker_threads'
-import { MultiHasher } from './multihash'
-import type { WorkerRequest, WorkerReply } from './hash-protocol'
+// A hashing lane off the main thread: the service keeps answering while a large upload is
+// hashed, and two lanes put the work on both cores. A lane serves many uploads at once, each
+// under its own job id, reading chunks from the shared slots (see hash-protocol.ts).
+import { parentPort, workerData } from 'node:worker_threads'
+import { LaneHasher } from './multihash'
+import { SLOT_BYTES, type WorkerReply, type WorkerRequest } from './hash-protocol'
 
-const jobs = new Map<number, MultiHasher>()
 const port = parentPort
 if (!port) throw new Error('hash.worker must run in a worker thread')
+const slots = new Uint8Array((workerData as { slots: SharedArrayBuffer }).slots)
+const jobs = new Map<number, LaneHasher>()
 
 port.on('message', (msg: WorkerRequest) => {
-  let reply: WorkerReply
-  try {
-    if (msg.type === 'data') {
-      jobs.get(msg.job)?.update(new Uint8Array(msg.buf))
-      reply = { type: 'ack', job: msg.job }
-    } else if (msg.type === 'start') {
-      jobs.set(msg.job, new MultiHasher())
-      return
-    } else if (msg.type === 'end') {
+  const reply = handle(msg)
+  if (reply) port.postMessage(reply)
+})
+
+function handle(msg: WorkerRequest): WorkerReply | null {
+  switch (msg.type) {
+    case 'start':
+      jobs.set(msg.job, new LaneHasher(msg.kinds))
+      return null
+    case 'data': {
+      // Always acknowledge, even for an aborted job: the slot must come back to the pool.
+      try {
+        jobs.get(msg.job)?.update(slots.subarray(msg.slot * SLOT_BYTES, msg.slot * SLOT_BYTES + msg.length))
+      } catch (err) {
+        jobs.delete(msg.job)
+        port!.postMessage({ type: 'error', job: msg.job, message: (err as Error).message } satisfies WorkerReply)
+      }
+      return { type: 'ack', job: msg.job, slot: msg.slot }
+    }
+    case 'end': {
       const hasher = jobs.get(msg.job)
       jobs.delete(msg.job)
-      if (!hasher) return
-      reply = { type: 'result', job: msg.job, hashes: hasher.digest() }
-    } else {
-      jobs.delete(msg.job)
-      return
+      if (!hasher) return null
+      try {
+        return { type: 'result', job: msg.job, hashes: hasher.digest() }
+      } catch (err) {
+        return { type: 'error', job: msg.job, message: (err as Error).message }
+      }
     }
-  } catch (err) {
-    jobs.delete(msg.job)
-    reply = { type: 'error', job: msg.job, message: (err as Error).message }
+    case 'abort':
+      jobs.delete(msg.job)
+      return null
   }
-  port.postMessage(reply)
-})
+}
