@@ -1,11 +1,9 @@
 // Streams an upload to a temporary file in the data directory while hashing it, in one pass
 // with backpressure, so memory stays flat whatever the size.
-import { createWriteStream } from 'node:fs'
-import { unlink } from 'node:fs/promises'
+import { open, unlink } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import path from 'node:path'
-import { Transform, type Readable } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
+import type { Readable } from 'node:stream'
 import type { HashPool } from '../hashing/hash-pool'
 import type { Hashes } from '../hashing/multihash'
 
@@ -24,28 +22,23 @@ export async function ingestStream(
   opts: { tmpDir: string; pool: HashPool; maxBytes: number }
 ): Promise<IngestedFile> {
   const tmpPath = path.join(opts.tmpDir, `upload-${randomBytes(12).toString('hex')}`)
-  const job = opts.pool.start()
+  const file = await open(tmpPath, 'wx', 0o600)
+  // The hashing job also writes the bytes to the file: one copy into shared memory serves
+  // both hashing lanes and the disk.
+  const job = opts.pool.start(file.fd)
   let size = 0
-  const tap = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      size += chunk.length
-      if (size > opts.maxBytes) return done(new TooLargeError(opts.maxBytes))
-      let pending
-      try {
-        pending = job.update(chunk)
-      } catch (err) {
-        return done(err as Error)
-      }
-      if (pending) pending.then(() => done(null, chunk), done)
-      else done(null, chunk)
-    }
-  })
   try {
-    await pipeline(source, tap, createWriteStream(tmpPath, { flags: 'wx', mode: 0o600 }))
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      size += chunk.length
+      if (size > opts.maxBytes) throw new TooLargeError(opts.maxBytes)
+      await job.update(chunk)
+    }
     const hashes = await job.digest()
+    await file.close()
     return { ...hashes, tmpPath }
   } catch (err) {
     job.abort()
+    await file.close().catch(() => undefined)
     await unlink(tmpPath).catch(() => undefined)
     throw err
   }
