@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Debian packages Aviary's service and tests use. Run as root (CI does, from .ci/run).
+#   file, ssdeep   reference tools: file_type comes from file(1); tests check ssdeep against it
+#   bzip2          compresses result archives (pure-JS bzip2 is far slower) and unpacks .tar.bz2
+#   zip unzip p7zip-full  the tests build and read real (also encrypted) zip archives
+#   wrk            the HTTP load generator of bench/
+set -euo pipefail
+PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "debian deps: all present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "debian deps: missing ${missing[*]}; run this script as root (sudo $0)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "debian deps: installed ${missing[*]}"
