@@ -32,10 +32,8 @@ export interface TaskRow {
   errors: string
 }
 
-export interface NewTask {
-  category: 'file' | 'url' | 'archive'
-  target: string
-  sample_id: number | null
+/** What a submission decides about how a task runs (parsed from the create forms). */
+export interface TaskSettings {
   package: string | null
   timeout: number
   priority: number
@@ -48,6 +46,12 @@ export interface NewTask {
   memory: boolean
   enforce_timeout: boolean
   clock: string | null
+}
+
+export interface NewTask extends TaskSettings {
+  category: 'file' | 'url' | 'archive'
+  target: string
+  sample_id: number | null
   submit_id: number | null
   errors: string[]
 }

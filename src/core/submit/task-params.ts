@@ -2,6 +2,7 @@
 // has already checked types and ranges; what needs the fleet or a calendar is checked here.
 import { badRequest } from '../errors'
 import type { MachinesRepository } from '../db/machines.repository'
+import type { TaskSettings } from '../db/tasks.repository'
 import { formatDatetime, parseClock } from '../../shared/time'
 
 export interface TaskFields {
@@ -19,20 +20,7 @@ export interface TaskFields {
   clock?: string | undefined
 }
 
-export interface TaskParams {
-  package: string | null
-  timeout: number
-  priority: number
-  options: string | null
-  machine: string | null
-  platform: string | null
-  tags: string[]
-  custom: string | null
-  owner: string
-  memory: boolean
-  enforce_timeout: boolean
-  clock: string | null
-}
+export type TaskParams = TaskSettings
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/
