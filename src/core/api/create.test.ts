@@ -137,6 +137,8 @@ describe('POST /tasks/create/file', () => {
       const { status, body } = await upload('v.bin', 'validation', fields)
       expect(status).toBe(400)
       expect(body.message).toMatch(new RegExp(`^${field}: `))
+      const given = Object.values(fields)[0]!
+      if (/^[\w.:-]+$/.test(given) && field !== 'machine') expect(body.message).toContain(`(got '${given}')`)
     })
   }
 

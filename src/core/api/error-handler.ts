@@ -83,7 +83,7 @@ function validationMessage(errors: AjvError[], context: string | undefined, requ
   if (e.keyword === 'required') return `${field}: required; ${allowed}`
   const source = (context === 'params' ? request.params : context === 'querystring' ? request.query : request.body) as Record<string, unknown> | undefined
   const got = source?.[field]
-  const shown = typeof got === 'string' ? ` (got '${printable(got)}')` : ''
+  const shown = typeof got === 'string' || typeof got === 'number' ? ` (got '${printable(String(got))}')` : ''
   return `${field}: ${allowed}${shown}`
 }
 
