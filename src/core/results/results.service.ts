@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream'
 import { ApiError, badRequest, notFound } from '../errors'
 import { ErrorCodes } from '../../shared/errors'
 import { isInside, type StorageLayout } from '../storage/layout'
-import { archiveEntries, tarStream, zipOfFiles, type TarCompression } from '../reporting/archives'
+import { archiveEntries, tarContentType, tarFileExtension, tarStream, zipOfFiles, type TarCompression } from '../reporting/archives'
 
 export const FILE_FORMATS = {
   json: { file: 'report.json', type: 'application/json' },
@@ -58,12 +58,11 @@ export class ResultsService {
     }
     const dir = await this.existing(id, [], reportNotFound)
     const entries = await archiveEntries(dir, fmt as (typeof ARCHIVE_FORMATS)[number])
-    const ext = { bz2: '.tar.bz2', gz: '.tar.gz', none: '.tar' }[tar]
     return {
       kind: 'stream',
       stream: tarStream(dir, entries, tar, { containRoot: this.layout.root }),
-      contentType: 'application/x-tar',
-      downloadName: `${id}_${fmt}${ext}`
+      contentType: tarContentType(tar),
+      downloadName: `${id}_${fmt}${tarFileExtension(tar)}`
     }
   }
 
