@@ -152,3 +152,22 @@ describe('task management', () => {
     expect((await h.json('/tasks/rereport/999999')).status).toBe(404)
   })
 })
+
+describe('pages under concurrent load', () => {
+  it('sends every page whole and right while many are in flight', async () => {
+    // 400 more tasks with long targets, so that pages are tens of KB and their bodies are lent
+    // buffers that are reused from one response to the next.
+    h.sql(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400)
+      INSERT INTO tasks (category, target, clock, added_on, status)
+      SELECT 'url', 'http://load.example/' || i || '/' || printf('%.*c', 400 + i, 'x'), '2026-01-01 00:00:00', '2026-01-01 00:00:00', 'pending' FROM n`)
+    const all = (await list('/tasks/list')).map((t) => t.id)
+    expect(all.length).toBeGreaterThan(400)
+    let seed = 3
+    const rand = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n
+    for (let round = 0; round < 5; round++) {
+      const pages = Array.from({ length: 40 }, () => ({ limit: 20 + rand(130), offset: rand(all.length) }))
+      const got = await Promise.all(pages.map(async (p) => (await list(`/tasks/list/${p.limit}/${p.offset}`)).map((t) => t.id)))
+      got.forEach((ids, i) => expect(ids).toEqual(all.slice(pages[i]!.offset, pages[i]!.offset + pages[i]!.limit)))
+    }
+  })
+})

@@ -3,7 +3,7 @@
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
 import { now } from '../../shared/time'
-import { LIST_ORDER, TaskViews } from './task-views'
+import { LIST_ORDER, TaskViews, type Alloc } from './task-views'
 
 export interface TaskRow {
   id: number
@@ -104,7 +104,7 @@ export class TasksRepository {
 
   /** The /tasks/view body of a task, {"task":<json>}, already serialized (task_json). */
   viewBody(id: number): Buffer | undefined {
-    return this.views.views([id])[0]
+    return this.views.viewBody(id)
   }
 
   insert(task: NewTask): number {
@@ -127,14 +127,10 @@ export class TasksRepository {
   }
 
   /** The /tasks/list body, {"tasks":[...]}, in list order. Unfiltered pages come from memory. */
-  listBody(filter: ListFilter): Buffer {
-    return TaskViews.listBody(this.listViews(filter))
-  }
-
-  private listViews(filter: ListFilter): Buffer[] {
+  listBody(filter: ListFilter, alloc?: Alloc): Buffer {
     const unfiltered = filter.status === undefined && filter.owner === undefined &&
       filter.completedAfter === undefined && filter.sampleId === undefined
-    if (unfiltered) return this.views.views(this.views.page(filter.limit, filter.offset ?? 0))
+    if (unfiltered) return this.views.pageBody(filter.limit, filter.offset ?? 0, alloc)
     const where: string[] = []
     const args: (string | number)[] = []
     if (filter.status !== undefined) { where.push('t.status = ?'); args.push(filter.status) }
@@ -147,7 +143,7 @@ export class TasksRepository {
       stmt = this.db.prepare<unknown[], number>(sql).pluck()
       this.listCache.set(sql, stmt)
     }
-    return this.views.views(stmt.all(...args, filter.limit ?? -1, filter.offset ?? 0))
+    return this.views.listBody(stmt.all(...args, filter.limit ?? -1, filter.offset ?? 0), alloc)
   }
 
   /** Ids of the tasks that use a sample, ascending. */

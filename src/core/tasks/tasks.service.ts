@@ -6,6 +6,7 @@ import { ErrorCodes } from '../../shared/errors'
 import { TASK_STATUSES } from '../../shared/api/schemas'
 import { formatDatetime } from '../../shared/time'
 import type { TasksRepository, TaskRow, NewTask } from '../db/tasks.repository'
+import type { Alloc } from '../db/task-views'
 import type { StorageLayout } from '../storage/layout'
 
 export interface ListQuery {
@@ -29,19 +30,19 @@ export class TasksService {
     return body
   }
 
-  /** The /tasks/list body, serialized, tasks in list order. */
-  listBody(q: ListQuery, sampleId?: number): Buffer {
+  /** The /tasks/list body, serialized, tasks in list order; `alloc` as in TaskViews.pageBody. */
+  listBody(q: ListQuery, sampleId?: number, alloc?: Alloc): Buffer {
     if (q.status !== undefined && !(TASK_STATUSES as readonly string[]).includes(q.status)) {
       throw badRequest('status', `'${q.status}' is not a task status; one of ${TASK_STATUSES.join(', ')}`)
     }
     return this.tasks.listBody({
-        limit: q.limit,
-        offset: q.offset,
-        status: q.status,
-        owner: q.owner,
-        completedAfter: q.completed_after === undefined ? undefined : formatDatetime(new Date(q.completed_after * 1000)),
+      limit: q.limit,
+      offset: q.offset,
+      status: q.status,
+      owner: q.owner,
+      completedAfter: q.completed_after === undefined ? undefined : formatDatetime(new Date(q.completed_after * 1000)),
       sampleId
-    })
+    }, alloc)
   }
 
   /** Deletes the task and its analysis folder; a running task is refused (500, as specified). */
