@@ -4,8 +4,15 @@
 #   bzip2          compresses result archives (pure-JS bzip2 is far slower) and unpacks .tar.bz2
 #   zip unzip p7zip-full  the tests build and read real (also encrypted) zip archives
 #   wrk            the HTTP load generator of bench/
+#   tcpdump        per-task packet capture (the engine runs it; tests read pcaps with tcpdump -r)
+#   strace iproute2 procps  the analyzer traces samples with strace; tests build guests in network
+#                  namespaces (ip netns, veth)
+#   libvirt-*, qemu-*, dnsmasq-base  the kvm driver: libvirtd (its test hypervisor and a real QEMU
+#                  guest under TCG), virsh, and the headers @unraid/libvirt compiles against
+#   busybox-static cpio  build the small Linux test guest's initramfs
 set -euo pipefail
-PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl)
+PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
+  libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

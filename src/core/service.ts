@@ -10,7 +10,7 @@ import { SamplesRepository } from './db/samples.repository'
 import { TasksRepository } from './db/tasks.repository'
 import { SubmitsRepository } from './db/submits.repository'
 import { MachinesRepository } from './db/machines.repository'
-import { loadMachinesConfig } from './machinery/machines-config'
+import { loadFleetConfig } from './machinery/machines-config'
 import { HashPool } from './hashing/hash-pool'
 import { createFileTypeDetector } from './hashing/magic'
 import { SampleStore } from './samples/sample-store'
@@ -78,7 +78,7 @@ export class AviaryService {
       await cleanTmp(layout.tmp)
       db = openDatabase(layout.database)
       const machines = new MachinesRepository(db)
-      machines.sync(loadMachinesConfig(layout.machinesConfig))
+      machines.sync(loadFleetConfig(layout.machinesConfig).machines)
       const samples = new SamplesRepository(db)
       const tasks = new TasksRepository(db, this.opts.taskCacheBytes ?? defaultTaskCacheBytes())
       const store = new SampleStore(layout, samples, pool, createFileTypeDetector())
