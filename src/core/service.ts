@@ -10,6 +10,8 @@ import { SamplesRepository } from './db/samples.repository'
 import { TasksRepository } from './db/tasks.repository'
 import { SubmitsRepository } from './db/submits.repository'
 import { MachinesRepository } from './db/machines.repository'
+import { TimelineRepository } from './db/timeline.repository'
+import { EventBus } from './events/event-bus'
 import { loadFleetConfig } from './machinery/machines-config'
 import { HashPool } from './hashing/hash-pool'
 import { createFileTypeDetector } from './hashing/magic'
@@ -62,6 +64,7 @@ export class AviaryService {
     return this.running?.url ?? null
   }
 
+
   start(): Promise<{ url: string }> {
     if (this.running) return Promise.resolve({ url: this.running.url })
     this.starting ??= this.doStart().finally(() => { this.starting = null })
@@ -78,7 +81,8 @@ export class AviaryService {
       await cleanTmp(layout.tmp)
       db = openDatabase(layout.database)
       const machines = new MachinesRepository(db)
-      machines.sync(loadFleetConfig(layout.machinesConfig).machines)
+      const timeline = new TimelineRepository(db)
+      const bus = new EventBus(db, machines)
       const samples = new SamplesRepository(db)
       const tasks = new TasksRepository(db, this.opts.taskCacheBytes ?? defaultTaskCacheBytes())
       const store = new SampleStore(layout, samples, pool, createFileTypeDetector())
@@ -96,6 +100,8 @@ export class AviaryService {
           samples,
           machines,
           taskRows: tasks,
+          timeline,
+          bus,
           requestExit: () => (this.opts.onExitRequest ?? (() => void this.stop()))()
         },
         {
@@ -106,6 +112,7 @@ export class AviaryService {
           allowedOrigins: this.opts.allowedOrigins ?? []
         }
       )
+      machines.sync(loadFleetConfig(layout.machinesConfig).machines)
       await app.listen({ host: this.opts.host ?? DEFAULT_HOST, port: this.opts.port ?? DEFAULT_PORT })
       const address = app.server.address() as AddressInfo
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address

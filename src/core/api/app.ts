@@ -13,6 +13,7 @@ import { tasksRoutes } from './routes/tasks.routes'
 import { resultsRoutes } from './routes/results.routes'
 import { filesRoutes } from './routes/files.routes'
 import { statusRoutes } from './routes/status.routes'
+import { eventsRoutes } from './routes/events.routes'
 
 export type App = FastifyInstance
 
@@ -55,6 +56,7 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   await app.register(resultsRoutes(ctx))
   await app.register(filesRoutes(ctx))
   await app.register(statusRoutes(ctx, { debug: opts.debug ?? false }))
+  await app.register(eventsRoutes(ctx))
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app
 }

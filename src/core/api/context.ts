@@ -7,6 +7,8 @@ import type { SampleStore } from '../samples/sample-store'
 import type { SamplesRepository } from '../db/samples.repository'
 import type { MachinesRepository } from '../db/machines.repository'
 import type { TasksRepository } from '../db/tasks.repository'
+import type { TimelineRepository } from '../db/timeline.repository'
+import type { EventBus } from '../events/event-bus'
 
 export interface ApiContext {
   version: string
@@ -18,6 +20,8 @@ export interface ApiContext {
   samples: SamplesRepository
   machines: MachinesRepository
   taskRows: TasksRepository
+  timeline: TimelineRepository
+  bus: EventBus
   /** Stops the service (GET /exit in debug mode). */
   requestExit: () => void
 }

@@ -3,6 +3,7 @@
 // but are no longer listed or used.
 import type { Db } from './database'
 import type { MachineConfig } from '../machinery/machines-config'
+import { now } from '../../shared/time'
 
 export interface MachineRow {
   id: number
@@ -21,6 +22,7 @@ export interface MachineRow {
   locked_changed_on: string | null
   status: string | null
   status_changed_on: string | null
+  configured: number
 }
 
 export class MachinesRepository {
@@ -69,6 +71,34 @@ export class MachinesRepository {
   /** Older clients name a machine by its id. */
   findByNameOrId(value: string): MachineRow | undefined {
     return this.byName.get(value) ?? (/^\d+$/.test(value) ? this.list().find((m) => m.id === Number(value)) : undefined)
+  }
+
+  findById(id: number): MachineRow | undefined {
+    return this.db.prepare<[number], MachineRow>('SELECT * FROM machines WHERE id = ?').get(id)
+  }
+
+  /** Configured machines, locked or not: what the scheduler matches tasks against. */
+  configured(): MachineRow[] {
+    return this.listStmt.all()
+  }
+
+  unlock(id: number): void {
+    this.db.prepare(`UPDATE machines SET locked = 0, locked_changed_on = ? WHERE id = ? AND locked = 1`).run(now(), id)
+  }
+
+  /** At start nothing runs yet: locks left by a crash are stale. Returns the machines that were locked. */
+  unlockAll(): MachineRow[] {
+    return this.db.transaction(() => {
+      const locked = this.db.prepare<[], MachineRow>('SELECT * FROM machines WHERE locked = 1').all()
+      this.db.prepare('UPDATE machines SET locked = 0, locked_changed_on = ? WHERE locked = 1').run(now())
+      return locked
+    })()
+  }
+
+  /** The hypervisor's word for the machine (running, poweroff, ...), stamped when it changes. */
+  setStatus(id: number, status: string): void {
+    this.db.prepare('UPDATE machines SET status = @status, status_changed_on = @now WHERE id = @id AND status IS NOT @status')
+      .run({ id, status, now: now() })
   }
 
   availability(): { total: number; available: number } {

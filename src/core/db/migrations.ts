@@ -123,5 +123,72 @@ export const migrations: Migration[] = [
         WHERE id IN (SELECT id FROM tasks WHERE sample_id = NEW.id);
       END;
     `
+  },
+  {
+    version: 2,
+    name: 'the engine: guests, timeline, attempts',
+    sql: `
+      -- How many times a task was started: a task left running by a crash is re-queued once.
+      ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+
+      -- One row per run of a task on a machine (Cuckoo's guests table): the task's "guest" object.
+      CREATE TABLE guests (
+        id          INTEGER PRIMARY KEY,
+        task_id     INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        machine_id  INTEGER REFERENCES machines(id),
+        name        TEXT NOT NULL,
+        label       TEXT NOT NULL,
+        manager     TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        started_on  TEXT NOT NULL,
+        shutdown_on TEXT
+      );
+      CREATE INDEX guests_task ON guests(task_id);
+
+      -- The live timeline: every stage of a task with its time (epoch milliseconds).
+      CREATE TABLE task_events (
+        id      INTEGER PRIMARY KEY,
+        task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        at      INTEGER NOT NULL,
+        stage   TEXT NOT NULL,
+        message TEXT
+      );
+      CREATE INDEX task_events_task ON task_events(task_id, id);
+      -- Every task is queued when it is inserted, whichever code path inserts it.
+      CREATE TRIGGER task_events_queued AFTER INSERT ON tasks BEGIN
+        INSERT INTO task_events (task_id, at, stage, message)
+        VALUES (NEW.id, CAST(unixepoch('subsec') * 1000 AS INTEGER), 'queued', NULL);
+      END;
+
+      DROP VIEW task_api_json;
+      CREATE VIEW task_api_json AS
+      SELECT t.id AS id, json_object(
+        'added_on', t.added_on, 'category', t.category, 'clock', t.clock, 'completed_on', t.completed_on,
+        'custom', t.custom,
+        'duration', CASE WHEN t.started_on IS NULL OR t.completed_on IS NULL THEN -1
+                         ELSE unixepoch(t.completed_on) - unixepoch(t.started_on) END,
+        'enforce_timeout', json(CASE WHEN t.enforce_timeout THEN 'true' ELSE 'false' END),
+        'errors', json(t.errors),
+        'guest', coalesce((SELECT json_object('id', g.id, 'label', g.label, 'manager', g.manager, 'name', g.name,
+            'shutdown_on', g.shutdown_on, 'started_on', g.started_on, 'status', g.status, 'task_id', g.task_id)
+          FROM guests g WHERE g.task_id = t.id ORDER BY g.id DESC LIMIT 1), json_object()),
+        'id', t.id, 'machine', t.machine,
+        'memory', json(CASE WHEN t.memory THEN 'true' ELSE 'false' END), 'options', t.options,
+        'owner', t.owner, 'package', t.package, 'platform', t.platform, 'priority', t.priority,
+        'processing', t.processing, 'route', t.route,
+        'sample', CASE WHEN s.id IS NULL THEN json_object() ELSE json_object(
+          'crc32', s.crc32, 'file_size', s.file_size, 'file_type', s.file_type, 'id', s.id, 'md5', s.md5,
+          'sha1', s.sha1, 'sha256', s.sha256, 'sha512', s.sha512, 'ssdeep', s.ssdeep) END,
+        'sample_id', t.sample_id, 'started_on', t.started_on, 'status', t.status, 'submit_id', t.submit_id,
+        'tags', json(t.tags), 'target', t.target, 'timeout', t.timeout) AS json
+      FROM tasks t LEFT JOIN samples s ON s.id = t.sample_id;
+
+      CREATE TRIGGER task_json_guest_insert AFTER INSERT ON guests BEGIN
+        UPDATE task_json SET json = (SELECT json FROM task_api_json WHERE id = NEW.task_id) WHERE id = NEW.task_id;
+      END;
+      CREATE TRIGGER task_json_guest_update AFTER UPDATE ON guests BEGIN
+        UPDATE task_json SET json = (SELECT json FROM task_api_json WHERE id = NEW.task_id) WHERE id = NEW.task_id;
+      END;
+    `
   }
 ]

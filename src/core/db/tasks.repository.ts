@@ -107,6 +107,11 @@ export class TasksRepository {
     return this.views.viewBody(id)
   }
 
+  /** The task as the API shows it, serialized (task_json). */
+  viewJson(id: number): string | undefined {
+    return this.db.prepare<[number], string>('SELECT json FROM task_json WHERE id = ?').pluck().get(id)
+  }
+
   insert(task: NewTask): number {
     const added = now()
     const info = this.insertStmt.run({

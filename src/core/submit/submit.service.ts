@@ -127,11 +127,18 @@ export class SubmitService {
 }
 
 function fileTask(stored: StoredSample, category: 'file' | 'archive', p: TaskParams, submitId: number | null): NewTask {
-  return { ...p, category, target: stored.target, sample_id: stored.sample.id, submit_id: submitId, errors: [] }
+  return { ...p, category, target: stored.target, sample_id: stored.sample.id, submit_id: submitId, errors: notes(p) }
 }
 
 function urlTask(url: string, p: TaskParams, submitId: number | null): NewTask {
-  return { ...p, category: 'url', target: url, sample_id: null, submit_id: submitId, errors: [] }
+  return { ...p, category: 'url', target: url, sample_id: null, submit_id: submitId, errors: notes(p) }
+}
+
+/** What the task should know about its own settings: tags take effect only with a platform (the spec). */
+function notes(p: TaskParams): string[] {
+  return p.tags.length > 0 && p.platform === null && p.machine === null
+    ? [`tags ${p.tags.join(', ')} are ignored: tags take effect only together with a platform`]
+    : []
 }
 
 /** A client string made safe to quote in a message (short, no control characters). */

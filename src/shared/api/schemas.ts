@@ -33,6 +33,18 @@ export const Sample = Type.Object({
 })
 export type Sample = Static<typeof Sample>
 
+export const Guest = Type.Object({
+  id: Type.Integer(),
+  label: Type.String({ description: "the hypervisor's name for the VM" }),
+  manager: Type.String({ description: 'the machinery driver: kvm, virtualbox or physical' }),
+  name: Type.String({ description: 'the machine' }),
+  shutdown_on: nullable(Datetime),
+  started_on: Datetime,
+  status: Type.String({ description: 'init, starting, running, stopping, stopped or failed' }),
+  task_id: Type.Integer()
+}, { description: 'the latest run of the task on a machine' })
+export type Guest = Static<typeof Guest>
+
 export const Task = Type.Object({
   added_on: Datetime,
   category: Type.String({ description: 'file, url or archive' }),
@@ -42,7 +54,7 @@ export const Task = Type.Object({
   duration: Type.Integer({ description: 'seconds from start to completion; -1 until both are known' }),
   enforce_timeout: Type.Boolean(),
   errors: Type.Array(Type.String()),
-  guest: Type.Object({}, { additionalProperties: true }),
+  guest: Type.Union([Guest, Type.Object({})], { description: 'the machine run, {} before the task starts' }),
   id: Type.Integer(),
   machine: nullable(Type.String()),
   memory: Type.Boolean(),
@@ -109,6 +121,21 @@ export const ServiceStatus = Type.Object({
   version: Type.String()
 })
 export type ServiceStatus = Static<typeof ServiceStatus>
+
+export const TIMELINE_STAGES = [
+  'queued', 'unschedulable', 'machine_locked', 'reverting', 'started', 'agent_answered', 'analyzer_started',
+  'sample_running', 'finished', 'timed_out', 'memory_dumped', 'machine_stopped', 'completed', 'failed',
+  'interrupted', 'recovered', 'error'
+] as const
+export type TimelineStage = (typeof TIMELINE_STAGES)[number]
+
+export const TimelineEntry = Type.Object({
+  stage: Type.String({ enum: [...TIMELINE_STAGES] }),
+  at: Datetime,
+  time: Type.Integer({ description: 'milliseconds since the Unix epoch' }),
+  message: nullable(Type.String())
+})
+export type TimelineEntry = Static<typeof TimelineEntry>
 
 export const ErrorBody = Type.Object({ message: Type.String() })
 export type ErrorBody = Static<typeof ErrorBody>

@@ -1,0 +1,63 @@
+// The analysis folder of a task (Cuckoo's layout, shared/ARCHITECTURE.md): made before the
+// machine starts, with the folders the result server fills, `binary` linked to the stored sample,
+// and `task.json` written at the start and the end of the run.
+import { mkdir, readdir, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { isInside, type StorageLayout } from '../storage/layout'
+
+/** Cuckoo's RESULT_DIRECTORIES: made up front so the guest's uploads find their folders. */
+export const RESULT_DIRS = ['files', 'shots', 'buffer', 'extracted', 'memory', 'reports', 'logs'] as const
+/** Kept when a task is run again after an interrupted attempt: its history. */
+const KEPT = new Set(['analysis.log', 'task.json'])
+
+export async function prepareAnalysisFolder(layout: StorageLayout, taskId: number, sha256: string | null): Promise<string> {
+  const dir = layout.analysis(taskId)
+  await mkdir(dir, { recursive: true })
+  // A previous attempt (interrupted by a stop or a crash) left partial results: the result
+  // server never overwrites, so they would block this run's uploads.
+  for (const name of await readdir(dir)) {
+    if (!KEPT.has(name)) await rm(layout.analysisFile(taskId, name), { recursive: true, force: true })
+  }
+  for (const sub of RESULT_DIRS) await mkdir(layout.analysisFile(taskId, sub), { recursive: true })
+  if (sha256 !== null) {
+    const link = layout.analysisFile(taskId, 'binary')
+    await unlink(link).catch(() => undefined)
+    // Relative, so the data directory can be moved or archived whole.
+    await symlink(path.relative(dir, layout.binary(sha256)), link)
+  }
+  return dir
+}
+
+export async function writeTaskJson(layout: StorageLayout, taskId: number, json: string): Promise<void> {
+  await writeFile(layout.analysisFile(taskId, 'task.json'), json + '\n', { mode: 0o644 })
+}
+
+/**
+ * The files a reboot task pushes back into the fresh guest: the original task's dropped files, each
+ * to the path it had in the guest (files.json, written by the result server). Entries that do not
+ * point into the original's `files/` are ignored: files.json was written from what a guest sent.
+ */
+export async function rebootFiles(layout: StorageLayout, originalId: number): Promise<{ guestPath: string; localPath: string }[]> {
+  let text: string
+  try {
+    text = await readFile(layout.analysisFile(originalId, 'files.json'), 'utf8')
+  } catch {
+    return []
+  }
+  const filesDir = layout.analysisFile(originalId, 'files')
+  const out: { guestPath: string; localPath: string }[] = []
+  for (const line of text.split('\n')) {
+    let entry: { path?: unknown; filepath?: unknown }
+    try {
+      entry = JSON.parse(line) as typeof entry
+    } catch {
+      continue
+    }
+    if (typeof entry.path !== 'string' || typeof entry.filepath !== 'string' || !entry.path.startsWith('files/')) continue
+    const name = entry.path.slice('files/'.length)
+    if (name.includes('/')) continue
+    const localPath = layout.analysisFile(originalId, 'files', name)
+    if (isInside(filesDir, localPath)) out.push({ guestPath: entry.filepath, localPath })
+  }
+  return out
+}
