@@ -1,0 +1,293 @@
+// A real Linux analysis VM for the kvm driver's tests: a small guest under libvirtd's qemu driver
+// (TCG), running a Cuckoo-protocol agent, with a *running* internal snapshot `clean` to revert to
+// (Cuckoo's kvm machinery reverts and never boots), VNC for screenshots and a fixed tap the host
+// captures on. The image comes from scripts/build-test-guest.mjs (cached in out/test-guest/ by a
+// hash of its inputs); this file puts it under libvirt: network, domain, snapshot. Callers hold an
+// exclusive lease on the guest until release(), so parallel test files take turns.
+import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { ensureLibvirtd } from '../fixtures/libvirtd'
+import { acquireLease } from './kvm/guest-lease'
+import { destroyIfRunning, domState, virsh, waitForState } from './kvm/virsh'
+
+const run = promisify(execFile)
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const KVM_DIR = path.join(ROOT, 'test/guests/kvm')
+const OUT = path.join(ROOT, 'out/test-guest')
+const BUILD_SCRIPT = path.join(ROOT, 'scripts/build-test-guest.mjs')
+
+const URI = 'qemu:///system'
+const DOMAIN = 'avkvm-guest'
+const NETWORK = 'avkvm'
+const BRIDGE = 'avkvm-br'
+const TAP = 'avkvm0'
+const MAC = '52:54:00:cd:00:02'
+const HOST_IP = '10.205.0.1'
+const GUEST_IP = '10.205.0.2'
+const AGENT_PORT = 8000
+const SNAPSHOT = 'clean'
+/** Cold boot to the agent answering is ~10-15 s here; a loaded shared machine can take far longer. */
+const BOOT_TIMEOUT_MS = 300_000
+
+/** A host file put into the guest's root file system. */
+export interface GuestFile {
+  from: string
+  /** Absolute path inside the guest. */
+  to: string
+  mode?: number
+}
+
+export interface KvmGuestOptions {
+  /** The agent's command line inside the guest, e.g. ['/opt/aviary/aviary-agent', '0.0.0.0', '8000']. */
+  agent: string[]
+  /** Files the agent needs (its executable first of all); ELF files bring the libraries ldd lists. */
+  files?: GuestFile[]
+  /** Put the host's node binary (and its libraries) at /usr/bin/node. Default true (~100 MB of disk, no boot cost). */
+  node?: boolean
+  /** Guest RAM. Default 512 MiB. */
+  memoryMiB?: number
+  /** How long to wait for another process's lease on the guest. Default 20 min. */
+  leaseTimeoutMs?: number
+}
+
+export interface KvmGuest {
+  uri: string
+  domain: string
+  ip: string
+  agentPort: number
+  snapshot: string
+  /** The guest NIC's host side: exists while the domain runs; capture here. */
+  tap: string
+  bridge: string
+  network: string
+  hostIp: string
+  mac: string
+  /** The serial console (kernel, init, agent output), appended across boots. */
+  consoleLog: string
+  image: { key: string; cached: boolean; kernel: string; initrd: string; disk: string }
+  /**
+   * What ensureKvmGuest spent, in ms: lease wait, libvirtd, build (cached or not), network, define,
+   * and when it (re)took the snapshot: snapshot = boot to agent + snapshot-create + power off.
+   */
+  timings: Record<string, number>
+  /** Ends this caller's lease; the domain is left as it is. */
+  release(): void
+}
+
+interface Manifest {
+  key: string
+  cached: boolean
+  kernel: string
+  initrd: string
+  disk: string
+  cmdline: string
+}
+
+/** The stand-in agent (node + a few-line Cuckoo-protocol server), until Aviary's agent binary exists. */
+export function standInAgent(): Pick<KvmGuestOptions, 'agent' | 'files'> {
+  return {
+    agent: ['/usr/bin/node', '/opt/aviary/stand-in-agent.mjs', '0.0.0.0', String(AGENT_PORT)],
+    files: [{ from: path.join(KVM_DIR, 'stand-in-agent.mjs'), to: '/opt/aviary/stand-in-agent.mjs' }]
+  }
+}
+
+/** Aviary's single-executable agent (`npm run build:agent`) as the guest's agent. */
+export function aviaryAgent(binary = path.join(ROOT, 'out/agent/aviary-agent-linux-x64'), args: string[] = []): Pick<KvmGuestOptions, 'agent' | 'files'> {
+  return { agent: ['/opt/aviary/aviary-agent', ...args], files: [{ from: binary, to: '/opt/aviary/aviary-agent', mode: 0o755 }] }
+}
+
+async function buildImage(opts: KvmGuestOptions): Promise<Manifest> {
+  mkdirSync(OUT, { recursive: true })
+  const specFile = path.join(OUT, `.spec-${process.pid}.json`)
+  writeFileSync(specFile, JSON.stringify({ out: OUT, agent: opts.agent, files: opts.files ?? [], node: opts.node ?? true }))
+  try {
+    const { stdout } = await run(process.execPath, [BUILD_SCRIPT, '--spec', specFile], { timeout: 900_000, maxBuffer: 2 ** 20 })
+    return JSON.parse(stdout.trim().split('\n').pop() ?? '') as Manifest
+  } catch (err) {
+    const e = err as { stderr?: string; message: string }
+    throw new Error(`building the test guest failed: ${e.stderr || e.message}`, { cause: err })
+  } finally {
+    rmSync(specFile, { force: true })
+  }
+}
+
+function render(name: string, vars: Record<string, string | number>): string {
+  return readFileSync(path.join(KVM_DIR, name), 'utf8').replace(/@([A-Z_]+)@/g, (_, k: string) => {
+    if (!(k in vars)) throw new Error(`${name}: no value for @${k}@`)
+    return String(vars[k])
+  })
+}
+
+async function defineFromText(kind: 'net-define' | 'define', xml: string): Promise<void> {
+  const file = path.join(OUT, `.${kind}-${process.pid}.xml`)
+  writeFileSync(file, xml)
+  try {
+    await virsh(URI, [kind, file])
+  } finally {
+    rmSync(file, { force: true })
+  }
+}
+
+/** The isolated network `avkvm` (bridge avkvm-br, 10.205.0.1/24), defined and started. */
+async function ensureNetwork(): Promise<void> {
+  let xml: string | undefined
+  try {
+    xml = await virsh(URI, ['net-dumpxml', NETWORK])
+  } catch {
+    xml = undefined
+  }
+  const ours = xml !== undefined && xml.includes(`name='${BRIDGE}'`) && xml.includes(`address='${HOST_IP}'`)
+  if (xml !== undefined && !ours) {
+    await virsh(URI, ['net-destroy', NETWORK]).catch(() => undefined)
+    await virsh(URI, ['net-undefine', NETWORK])
+  }
+  if (!ours) await defineFromText('net-define', render('network.xml', { NETWORK, BRIDGE, HOST_IP }))
+  // libvirt records each guest's MAC in its dnsmasq state folder, which it creates only when it
+  // runs dnsmasq; with DNS and DHCP off it never does, and `virsh start` then fails.
+  mkdirSync('/var/lib/libvirt/dnsmasq', { recursive: true })
+  const info = await virsh(URI, ['net-info', NETWORK])
+  if (!/^Active:\s+yes/m.test(info)) await virsh(URI, ['net-start', NETWORK])
+}
+
+/** Defines the domain from `xml` unless it is defined from it already; true when it (re)defined. */
+async function ensureDomain(xml: string, description: string): Promise<boolean> {
+  if ((await domState(URI, DOMAIN)) !== undefined) {
+    const current = (await virsh(URI, ['desc', DOMAIN])).trim()
+    if (current === description) return false
+    await destroyIfRunning(URI, DOMAIN)
+    await virsh(URI, ['undefine', DOMAIN, '--snapshots-metadata'])
+  }
+  await defineFromText('define', xml)
+  return true
+}
+
+/** The working disk holds `clean` (libvirt's metadata alone would not revert a disk without it). */
+async function hasCleanSnapshot(disk: string): Promise<boolean> {
+  if (!existsSync(disk)) return false
+  const names = (await virsh(URI, ['snapshot-list', DOMAIN, '--name'])).split('\n').map((s) => s.trim())
+  if (!names.includes(SNAPSHOT)) return false
+  if (!/^State:\s+running/m.test(await virsh(URI, ['snapshot-info', DOMAIN, SNAPSHOT]))) return false
+  const { stdout } = await run('qemu-img', ['info', '-U', '--output=json', disk])
+  const info = JSON.parse(stdout) as { snapshots?: { name: string }[] }
+  return (info.snapshots ?? []).some((s) => s.name === SNAPSHOT)
+}
+
+/** GETs the agent's `/` until it answers as a Cuckoo agent; false after `timeoutMs`. */
+export async function waitForAgent(ip: string, port: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`http://${ip}:${port}/`, { signal: AbortSignal.timeout(3000) })
+      const body = (await res.json()) as { message?: string }
+      if (body.message === 'Cuckoo Agent!') return true
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 250))
+  }
+  return false
+}
+
+export function consoleTail(file: string, lines = 40): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n')
+  } catch {
+    return '(no console log)'
+  }
+}
+
+/** Boots a fresh copy of the built disk, waits for the agent, takes the running snapshot, powers off. */
+type Timed = <T>(name: string, f: () => Promise<T>) => Promise<T>
+
+async function takeSnapshot(pristine: string, disk: string, consoleLog: string, timed: Timed): Promise<void> {
+  await destroyIfRunning(URI, DOMAIN)
+  for (const name of (await virsh(URI, ['snapshot-list', DOMAIN, '--name'])).split('\n').filter(Boolean)) {
+    await virsh(URI, ['snapshot-delete', DOMAIN, name.trim(), '--metadata'])
+  }
+  copyFileSync(pristine, disk)
+  writeFileSync(consoleLog, '')
+  const up = await timed('boot to agent', async () => {
+    await virsh(URI, ['start', DOMAIN])
+    return waitForAgent(GUEST_IP, AGENT_PORT, BOOT_TIMEOUT_MS)
+  })
+  if (!up) {
+    await destroyIfRunning(URI, DOMAIN)
+    throw new Error(`the test guest's agent did not answer on ${GUEST_IP}:${AGENT_PORT}; console:\n${consoleTail(consoleLog)}`)
+  }
+  await timed('snapshot-create', () => virsh(URI, ['snapshot-create-as', DOMAIN, SNAPSHOT, '--description', 'agent up, taken by test/guests/kvm-guest.ts']))
+  await timed('power off', async () => {
+    await virsh(URI, ['destroy', DOMAIN])
+    await waitForState(URI, DOMAIN, 'shut off', 30_000)
+  })
+}
+
+/**
+ * Builds (or reuses) the guest image, makes sure libvirtd runs, the network exists, the domain is
+ * defined (redefined when its XML changed) and has its running snapshot `clean`, and returns with
+ * the domain shut off, holding the lease on the guest until `release()`.
+ */
+export async function ensureKvmGuest(opts: KvmGuestOptions): Promise<KvmGuest> {
+  mkdirSync(OUT, { recursive: true })
+  const timings: Record<string, number> = {}
+  const timed: Timed = async (name, f) => {
+    const t = performance.now()
+    try {
+      return await f()
+    } finally {
+      timings[name] = Math.round(performance.now() - t)
+    }
+  }
+  const release = await timed('lease wait', () => acquireLease(path.join(OUT, '.lease'), opts.leaseTimeoutMs ?? 1_200_000))
+  try {
+    await timed('libvirtd', () => ensureLibvirtd(URI))
+    const image = await timed('build', () => buildImage(opts))
+    await timed('network', ensureNetwork)
+    const disk = path.join(OUT, `${DOMAIN}.qcow2`)
+    const consoleLog = path.join(OUT, `${DOMAIN}.console.log`)
+    const vars = {
+      DOMAIN, NETWORK, MAC, TAP, KERNEL: image.kernel, INITRD: image.initrd, CMDLINE: image.cmdline, DISK: disk,
+      CONSOLE_LOG: consoleLog, MEMORY_MIB: opts.memoryMiB ?? 512
+    }
+    const hash = createHash('sha256').update(render('domain.xml', { ...vars, DESCRIPTION: '' })).update(image.key)
+    const description = `Aviary test guest (test/guests/kvm-guest.ts) ${hash.digest('hex').slice(0, 16)}`
+    const defined = await timed('define', () => ensureDomain(render('domain.xml', { ...vars, DESCRIPTION: description }), description))
+    if (defined || !(await hasCleanSnapshot(disk))) {
+      await timed('snapshot', () => takeSnapshot(image.disk, disk, consoleLog, timed))
+    } else {
+      await destroyIfRunning(URI, DOMAIN)
+    }
+    return {
+      uri: URI, domain: DOMAIN, ip: GUEST_IP, agentPort: AGENT_PORT, snapshot: SNAPSHOT, tap: TAP, bridge: BRIDGE,
+      network: NETWORK, hostIp: HOST_IP, mac: MAC, consoleLog,
+      image: { key: image.key, cached: image.cached, kernel: image.kernel, initrd: image.initrd, disk: image.disk },
+      timings,
+      release
+    }
+  } catch (err) {
+    release()
+    throw err
+  }
+}
+
+/** Undefines the domain (and its snapshots) and the network, and deletes the working disk. The built image stays cached. */
+export async function removeKvmGuest(): Promise<void> {
+  mkdirSync(OUT, { recursive: true })
+  const release = await acquireLease(path.join(OUT, '.lease'), 1_200_000)
+  try {
+    await ensureLibvirtd(URI)
+    if ((await domState(URI, DOMAIN)) !== undefined) {
+      await destroyIfRunning(URI, DOMAIN)
+      await virsh(URI, ['undefine', DOMAIN, '--snapshots-metadata'])
+    }
+    await virsh(URI, ['net-destroy', NETWORK]).catch(() => undefined)
+    await virsh(URI, ['net-undefine', NETWORK]).catch(() => undefined)
+    rmSync(path.join(OUT, `${DOMAIN}.qcow2`), { force: true })
+    rmSync(path.join(OUT, `${DOMAIN}.console.log`), { force: true })
+  } finally {
+    release()
+  }
+}
