@@ -110,7 +110,8 @@ export const DEFAULT_SETTINGS: EngineSettings = {
   timeouts: { default: 120, critical: 60, vmState: 60 },
   screenshotInterval: 1,
   maxMachines: 0,
-  tcpdump: '/usr/sbin/tcpdump',
+  // Looked up in PATH: Debian has it in /usr/bin, Cuckoo's default was /usr/sbin.
+  tcpdump: 'tcpdump',
   kvm: { uri: 'qemu:///system' },
   virtualbox: { path: '/usr/bin/VBoxManage', mode: 'headless' },
   analyzers: {}

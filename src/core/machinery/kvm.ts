@@ -1,0 +1,231 @@
+// The KVM driver: libvirt through @unraid/libvirt for what it binds (domain lookup, state,
+// destroy: one connection, ~2 ms a call) and `virsh -c <uri>` for what it does not (snapshots,
+// screenshots, memory dumps: ~20 ms a process). Like Cuckoo's kvm machinery it reverts a snapshot
+// and never boots a clean guest itself; unlike it, an offline snapshot is started after the revert
+// (`--running`) instead of timing out, and a running domain is destroyed first instead of refused.
+import type { Domain, Hypervisor } from '@unraid/libvirt'
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { MachineError, type DriverCapabilities, type DriverMachine, type Finding, type MachineDriver, type VmState } from './driver'
+import { pollUntil, runTool, ToolError } from './exec-tool'
+import type { EngineSettings } from './machines-config'
+
+export interface KvmOptions {
+  uri: string
+  /** Seconds to wait for a state change (machines.json timeouts.vm_state). */
+  vmStateSeconds: number
+  /** The virsh executable. Default 'virsh' from PATH. */
+  virsh?: string
+}
+
+/**
+ * libvirt's virDomainState numbers (a stable ABI: NOSTATE 0, RUNNING 1, BLOCKED 2, PAUSED 3,
+ * SHUTDOWN 4, SHUTOFF 5, CRASHED 6, PMSUSPENDED 7) in Cuckoo's words
+ * (abstracts.py LibVirtMachinery._status). Numbers, not the binding's enum, so that this module
+ * loads the native binding only when a kvm machine is first used.
+ */
+const STATES: readonly VmState[] = ['error', 'running', 'running', 'paused', 'poweroff', 'poweroff', 'aborted', 'paused']
+
+export function toVmState(s: number): VmState {
+  return STATES[s] ?? 'error'
+}
+
+/** The binding's errors carry libvirt's message after a prefix; keep libvirt's own words. */
+function libvirtMessage(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err)
+  return msg.replace(/^(LibvirtError|Error):\s*/, '').split('\n')[0] ?? msg
+}
+
+export class KvmDriver implements MachineDriver {
+  readonly kind = 'kvm' as const
+  readonly capabilities: DriverCapabilities = { snapshots: true, screenshots: true, memoryDump: true }
+  private hv: Promise<Hypervisor> | null = null
+  private readonly virshPath: string
+
+  constructor(private readonly o: KvmOptions) {
+    this.virshPath = o.virsh ?? 'virsh'
+  }
+
+  static fromSettings(s: EngineSettings): KvmDriver {
+    return new KvmDriver({ uri: s.kvm.uri, vmStateSeconds: s.timeouts.vmState })
+  }
+
+  /** The one connection, opened on first use; a failed open is retried on the next call. */
+  private connect(): Promise<Hypervisor> {
+    if (!this.hv) {
+      const opening = (async () => {
+        let hv: Hypervisor
+        try {
+          const { Hypervisor: Binding } = await import('@unraid/libvirt')
+          hv = new Binding({ uri: this.o.uri })
+        } catch (err) {
+          throw new MachineError(`the libvirt binding (@unraid/libvirt) cannot load: ${libvirtMessage(err)}`)
+        }
+        try {
+          await hv.connectOpen()
+        } catch (err) {
+          throw new MachineError(`cannot connect to libvirt at ${this.o.uri}: ${libvirtMessage(err)}`)
+        }
+        return hv
+      })()
+      this.hv = opening
+      opening.catch(() => {
+        if (this.hv === opening) this.hv = null
+      })
+    }
+    return this.hv
+  }
+
+  private async domain(m: DriverMachine): Promise<Domain> {
+    const hv = await this.connect()
+    try {
+      return await hv.domainLookupByName(m.label)
+    } catch (err) {
+      const msg = libvirtMessage(err)
+      if (/not found|no domain/i.test(msg)) throw new MachineError(`libvirt (${this.o.uri}) has no domain named '${m.label}'`)
+      // Anything else may be a dead connection (libvirtd restarted): the next call opens a new one.
+      if (this.hv) {
+        const old = this.hv
+        this.hv = null
+        void old.then((h) => h.connectClose()).catch(() => undefined)
+      }
+      throw new MachineError(`looking up domain '${m.label}': ${msg}`)
+    }
+  }
+
+  private virsh(args: string[], what: string, timeoutMs = Math.max(60, this.o.vmStateSeconds) * 1000, signal?: AbortSignal): Promise<string> {
+    return runTool(this.virshPath, ['-q', '-c', this.o.uri, ...args], what, timeoutMs, signal).then((r) => r.stdout)
+  }
+
+  async check(m: DriverMachine): Promise<Finding[]> {
+    let hv: Hypervisor
+    try {
+      hv = await this.connect()
+    } catch (err) {
+      return [{ check: 'hypervisor', ok: false, detail: (err as Error).message, fix: `start libvirtd, or set kvm.uri in machines.json (now ${this.o.uri})` }]
+    }
+    const findings: Finding[] = [{ check: 'hypervisor', ok: true, detail: `libvirt answers at ${this.o.uri}` }]
+    try {
+      await this.domain(m)
+    } catch (err) {
+      const names = await Promise.all((await hv.connectListAllDomains()).map((d) => d.getName())).catch(() => [] as string[])
+      findings.push({ check: 'vm', ok: false, detail: (err as Error).message, fix: `set the label of '${m.name}' to one of: ${names.join(', ') || '(no domains defined)'}` })
+      return findings
+    }
+    findings.push({ check: 'vm', ok: true, detail: `domain '${m.label}' exists` })
+    findings.push(await this.checkSnapshot(m))
+    return findings
+  }
+
+  private async checkSnapshot(m: DriverMachine): Promise<Finding> {
+    const fix = `take a snapshot of '${m.label}' while it runs with the agent up: virsh -c ${this.o.uri} snapshot-create-as ${m.label} ${m.snapshot ?? 'clean'}`
+    const names = (await this.virsh(['snapshot-list', m.label, '--name'], 'listing snapshots')).split('\n').map((s) => s.trim()).filter(Boolean)
+    if (m.snapshot && !names.includes(m.snapshot)) {
+      return { check: 'snapshot', ok: false, detail: `domain '${m.label}' has no snapshot '${m.snapshot}' (it has: ${names.join(', ') || 'none'})`, fix }
+    }
+    const name = m.snapshot ?? (await this.currentSnapshot(m))
+    if (!name) return { check: 'snapshot', ok: false, detail: `domain '${m.label}' has no snapshot`, fix }
+    const info = await this.virsh(['snapshot-info', m.label, name], 'reading the snapshot')
+    const live = /^State:\s+(running|paused)/m.test(info)
+    return {
+      check: 'snapshot', ok: true,
+      detail: `snapshot '${name}'${m.snapshot ? '' : ' (current)'} ${live ? 'is a running one' : 'is of a shut off domain: each analysis boots the guest'}`
+    }
+  }
+
+  /** The current snapshot, else the newest one (as Cuckoo falls back), else null. */
+  private async currentSnapshot(m: DriverMachine): Promise<string | null> {
+    try {
+      const name = (await this.virsh(['snapshot-current', m.label, '--name'], 'reading the current snapshot')).trim()
+      if (name) return name
+    } catch (err) {
+      if (!(err instanceof ToolError)) throw err
+    }
+    // `snapshot-list`: "name  YYYY-MM-DD HH:MM:SS +ZZZZ  state" per line.
+    const rows = (await this.virsh(['snapshot-list', m.label], 'listing snapshots')).split('\n')
+      .map((l) => /^\s*(\S+)\s+(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)/.exec(l))
+      .filter((x): x is RegExpExecArray => x !== null)
+      .sort((a, b) => (b[2] ?? '').localeCompare(a[2] ?? ''))
+    return rows[0]?.[1] ?? null
+  }
+
+  async state(m: DriverMachine): Promise<VmState> {
+    return this.stateOf(await this.domain(m), m).catch(() => 'error' as const)
+  }
+
+  private async stateOf(d: Domain, m: DriverMachine): Promise<VmState> {
+    try {
+      return toVmState((await d.getInfo()).state)
+    } catch (err) {
+      throw new MachineError(`reading the state of '${m.label}': ${libvirtMessage(err)}`)
+    }
+  }
+
+  private async waitFor(m: DriverMachine, want: VmState, signal?: AbortSignal): Promise<void> {
+    let last: VmState = 'error'
+    const ok = await pollUntil(async () => (last = await this.state(m)) === want, this.o.vmStateSeconds * 1000, signal)
+    if (!ok) throw new MachineError(`domain '${m.label}' is ${last}, not ${want}, after ${this.o.vmStateSeconds} s`)
+  }
+
+  async start(m: DriverMachine, signal?: AbortSignal): Promise<void> {
+    if ((await this.state(m)) !== 'poweroff') await this.stop(m)
+    const name = m.snapshot ?? (await this.currentSnapshot(m))
+    if (!name) throw new MachineError(`domain '${m.label}' has no snapshot to revert to`)
+    // --running: a running snapshot resumes as it was; an offline one is booted after the revert.
+    await this.virsh(['snapshot-revert', m.label, name, '--running'], `reverting '${m.label}' to snapshot '${name}'`, undefined, signal)
+    // QEMU honours --running; libvirt's test driver leaves an offline snapshot shut off: boot it.
+    const d = await this.domain(m)
+    if ((await this.stateOf(d, m)) === 'poweroff') {
+      await d.create().catch((err: unknown) => {
+        throw new MachineError(`starting '${m.label}' after reverting to '${name}': ${libvirtMessage(err)}`)
+      })
+    }
+    await this.waitFor(m, 'running', signal)
+  }
+
+  async stop(m: DriverMachine): Promise<void> {
+    const d = await this.domain(m)
+    if ((await this.stateOf(d, m)) === 'poweroff') return
+    try {
+      await d.destroy()
+    } catch (err) {
+      // It may have gone off between the two calls; anything else is a real failure.
+      if ((await this.stateOf(d, m)) !== 'poweroff') throw new MachineError(`powering off '${m.label}': ${libvirtMessage(err)}`)
+    }
+    await this.waitFor(m, 'poweroff')
+  }
+
+  async screenshot(m: DriverMachine): Promise<Buffer> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'aviary-kvm-shot-'))
+    try {
+      const file = path.join(dir, 'screen')
+      await this.virsh(['screenshot', m.label, file], `screenshot of '${m.label}'`)
+      return await readFile(file)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  }
+
+  async dumpMemory(m: DriverMachine, dest: string): Promise<void> {
+    // A memory-only ELF core (Cuckoo's coreDump with VIR_DUMP_MEMORY_ONLY); large guests take a while.
+    // libvirtd writes the file; created here first (as Cuckoo does) it keeps our owner and mode.
+    // With a remote uri (qemu+ssh://) the dump lands on the hypervisor's host, not this one.
+    await writeFile(dest, '')
+    try {
+      await this.virsh(['dump', m.label, dest, '--memory-only', '--format', 'elf'], `memory dump of '${m.label}'`, 1_800_000)
+      const size = await stat(dest).then((s) => s.size, () => 0)
+      if (size === 0) throw new MachineError(`memory dump of '${m.label}': libvirt wrote no dump`)
+    } catch (err) {
+      // No empty or partial memory.dmp left behind to be mistaken for a dump.
+      await rm(dest, { force: true })
+      throw err
+    }
+  }
+
+  async close(): Promise<void> {
+    const hv = this.hv
+    this.hv = null
+    if (hv) await hv.then((h) => h.connectClose(), () => undefined)
+  }
+}
