@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+// Capture and screenshot figures (not a test: they depend on the machine). As root:
+//   node bench/capture.bench.mjs [rounds]        (default 10 rounds)
+// Measures, with the real modules bundled by esbuild into a temp folder:
+//   guest     createNetnsGuest() and close() of the test fixture (netns + veth + fake internet)
+//   capture   startCapture() until tcpdump says "listening on", and stop() until the pcap is complete
+//             (stop() includes the 1.2 s wait for libpcap's last block)
+//   burst     20,000 UDP datagrams sent from the guest as fast as it can, stop() right after:
+//             how many are in the pcap, with 4 busy-looping processes competing for the CPU
+//   frames    decode + JPEG + thumbnail of one frame: 720x400 PPM (QEMU VGA text console size)
+//             and 1280x800 PNG (a desktop)
+// Prints one JSON line with medians in milliseconds. Uses index 19 (10.204.19.0/24, avng19).
+import { build } from 'esbuild'
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const ROUNDS = Number(process.argv[2] ?? 10)
+const root = fileURLToPath(new URL('..', import.meta.url))
+// Under out/ so the bundles' bare imports (sharp, dns-packet) resolve from the project's node_modules.
+mkdirSync(path.join(root, 'out'), { recursive: true })
+const work = mkdtempSync(path.join(root, 'out', 'capture-bench-'))
+
+await build({
+  absWorkingDir: root,
+  entryPoints: {
+    tcpdump: 'src/core/capture/tcpdump.ts',
+    screenshots: 'src/core/capture/screenshots.ts',
+    guest: 'test/guests/netns-guest.ts'
+  },
+  outdir: work,
+  outExtension: { '.js': '.mjs' },
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  packages: 'external',
+  logLevel: 'warning'
+})
+const load = (name) => import(path.join(work, `${name}.mjs`))
+process.chdir(root)
+const { startCapture } = await load('tcpdump')
+const { decodeFrame, writeShot } = await load('screenshots')
+const { createNetnsGuest } = await load('guest')
+const sharp = (await import('sharp')).default
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return Number(s[Math.floor(s.length / 2)].toFixed(2)) }
+const time = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t }
+const result = {}
+
+try {
+  // guest
+  const create = []
+  const close = []
+  for (let i = 0; i < ROUNDS; i++) {
+    let g
+    create.push(await time(async () => { g = await createNetnsGuest({ index: 19 }) }))
+    close.push(await time(() => g.close()))
+  }
+  result.guestCreateMs = median(create)
+  result.guestCloseMs = median(close)
+
+  // capture
+  const g = await createNetnsGuest({ index: 19 })
+  try {
+    const opts = (file) => ({ tcpdump: 'tcpdump', iface: g.hostIf, guestIp: g.guestIp, agentPort: 8000,
+      resultserver: { ip: g.hostIp, port: 2042 }, file: path.join(work, file) })
+    const start = []
+    const stop = []
+    for (let i = 0; i < ROUNDS; i++) {
+      let c
+      start.push(await time(async () => { c = await startCapture(opts(`r${i}.pcap`)) }))
+      stop.push(await time(() => c.stop()))
+    }
+    result.captureStartMs = median(start)
+    result.captureStopMs = median(stop)
+
+    // burst
+    const SENT = 20_000
+    const hogs = Array.from({ length: 4 }, () => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }))
+    const c = await startCapture(opts('burst.pcap'))
+    const sender = `const s = require('dgram').createSocket('udp4'); let n = 0; const b = Buffer.alloc(64)
+      const next = () => { if (n++ >= ${SENT}) return s.close(); s.send(b, 9, '${g.internetIp}', next) }; next()`
+    execFileSync('ip', ['netns', 'exec', g.ns, process.execPath, '-e', sender])
+    const stopMs = await time(() => c.stop())
+    for (const h of hogs) h.kill('SIGKILL')
+    const lines = execFileSync('tcpdump', ['-r', path.join(work, 'burst.pcap'), '-n', `udp and dst port 9`], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 })
+      .toString().split('\n').filter(Boolean).length
+    result.burst = { sent: SENT, inPcap: lines, droppedByKernel: c.stats()?.droppedByKernel, stopMs: Math.round(stopMs) }
+  } finally {
+    await g.close()
+  }
+
+  // frames
+  const ppm = Buffer.concat([Buffer.from('P6\n720 400\n255\n'), Buffer.alloc(720 * 400 * 3, 0).map((_, i) => (i * 7) & 255)])
+  const png = await sharp({ create: { width: 1280, height: 800, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 30 } } }).png().toBuffer()
+  for (const [name, bytes] of [['ppm720x400', ppm], ['png1280x800', png]]) {
+    const times = []
+    for (let i = 0; i < ROUNDS; i++) times.push(await time(async () => writeShot(work, i + 1, await decodeFrame(bytes))))
+    result[`frame_${name}_Ms`] = median(times)
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true })
+}
+console.log(JSON.stringify(result))

@@ -1,0 +1,259 @@
+// Packet capture of one analysis: tcpdump on the VM's interface writing <analysis>/dump.pcap, with
+// Cuckoo's sniffer command line and BPF filter (reference §5.7) so that the pcap holds what the
+// sample did and not the host's own talk with the guest (agent on port 8000, result server uploads).
+// tcpdump itself does the capturing; this module starts it, proves it is listening before the VM
+// runs, and stops it so the pcap is complete, turning tcpdump's complaints into errors. The doctor
+// uses checkCapture() to say why capture cannot work and how to fix it.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { accessSync, constants, existsSync, statSync } from 'node:fs'
+import { userInfo } from 'node:os'
+import path from 'node:path'
+
+export interface CaptureOptions {
+  /** Path of tcpdump (Cuckoo's default: /usr/sbin/tcpdump), or a bare name looked up in PATH. */
+  tcpdump: string
+  iface: string
+  guestIp: string
+  /** The guest agent's port (8000): its traffic is left out. */
+  agentPort: number
+  /** The result server: the guest's uploads to it are left out. */
+  resultserver: { ip: string; port: number }
+  /** The pcap to write (its folder must exist). */
+  file: string
+  /** Bytes kept per packet; 0 (default) = whole packets. */
+  snaplen?: number
+  /**
+   * Kernel capture ring in KiB (tcpdump -B). Default 16384 (16 MiB of pinned kernel memory per
+   * capture). Measured with 20,000-datagram bursts from the guest over a veth, 4 CPU hogs running:
+   * in libpcap's block mode (TPACKET_V3, what we use) even 4 MiB dropped nothing; with
+   * --immediate-mode (TPACKET_V2, fixed ~64 KiB frames on interfaces with offloads) the 2 MiB
+   * default dropped ~50%, 64 MiB still 1-2%, only 256 MiB none. See bench/capture.bench.mjs.
+   */
+  bufferKiB?: number
+  /** Extra BPF ANDed to the filter, like Cuckoo's auxiliary.conf [sniffer] bpf. */
+  bpf?: string
+  /** Cuckoo's sniffer.debug=1: capture agent and result-server traffic too. */
+  debug?: boolean
+}
+
+/** tcpdump's closing statistics (undefined where it did not print them, e.g. after SIGKILL). */
+export interface CaptureStats {
+  captured?: number
+  receivedByFilter?: number
+  droppedByKernel?: number
+}
+
+export interface Capture {
+  /** False once tcpdump has exited (on its own, or after stop()). */
+  running(): boolean
+  /** SIGTERM (SIGKILL after a grace period), wait for exit, so the pcap is complete. Rejects if tcpdump died during the run or complained. */
+  stop(): Promise<void>
+  /**
+   * After stop() resolved: tcpdump's closing statistics. Packets the kernel dropped because the
+   * ring was full are not an error (as in Cuckoo) but are worth a log line.
+   */
+  stats(): CaptureStats | undefined
+}
+
+export class CaptureError extends Error {}
+
+/** How long tcpdump may take to say "listening on" before startCapture gives up. */
+const START_TIMEOUT_MS = 10_000
+/** Grace period between SIGTERM and SIGKILL on stop. */
+const STOP_GRACE_MS = 5_000
+/** More than libpcap's 1 s block timeout (tcpdump's default), so the last block is handed over. */
+const FLUSH_DELAY_MS = 1_200
+/** After the delay, the pcap must stop growing for this long (tcpdump may still be writing a block). */
+const SETTLE_MS = 150
+const SETTLE_LIMIT_MS = 3_000
+/** stderr lines tcpdump prints in a normal run (Cuckoo's sniffer accepts exactly these kinds). */
+const BENIGN_STDERR = [
+  /^tcpdump: listening on /,
+  /^\d+ packets? (captured|received by filter|dropped by (kernel|interface))$/,
+  /dropped privs/,
+  /^tcpdump: data link type /,
+  /^$/
+]
+
+/** Cuckoo's filter: the guest's traffic, minus the agent and the result server (unless debug). */
+export function captureFilter(o: CaptureOptions): string {
+  const parts = [`host ${o.guestIp}`]
+  if (!o.debug) {
+    parts.push(
+      `and not ( dst host ${o.guestIp} and dst port ${o.agentPort} )`,
+      `and not ( src host ${o.guestIp} and src port ${o.agentPort} )`,
+      `and not ( dst host ${o.resultserver.ip} and dst port ${o.resultserver.port} )`,
+      `and not ( src host ${o.resultserver.ip} and src port ${o.resultserver.port} )`
+    )
+  }
+  if (o.bpf?.trim()) parts.push(`and ( ${o.bpf.trim()} )`)
+  return parts.join(' ')
+}
+
+/**
+ * tcpdump's arguments: Cuckoo's `-U -q -s 0 -n -i IFACE -Z USER -w FILE FILTER` plus
+ * `-B` (see bufferKiB). Not `--immediate-mode` (the QEMU note suggests it): in block mode libpcap
+ * hands packets over when a block fills or after its 1 s block timeout, so stop() waits
+ * FLUSH_DELAY_MS first and nothing sent before stop() is lost — measured; without that wait 890 of
+ * 20,000 datagrams sent just before SIGTERM were missing.
+ * `-Z` matters when running as root: Debian's tcpdump otherwise drops to the `tcpdump` user before
+ * opening the file and cannot write into the analysis folder.
+ */
+export function captureArgs(o: CaptureOptions): string[] {
+  return ['-U', '-B', String(o.bufferKiB ?? 16384), '-q', '-s', String(o.snaplen ?? 0), '-n', '-i', o.iface,
+    ...dropPrivsTo(), '-w', o.file, captureFilter(o)]
+}
+
+/** `-Z <current user>` as Cuckoo does; tcpdump ignores it unless running as root. */
+function dropPrivsTo(): string[] {
+  try {
+    return ['-Z', userInfo().username]
+  } catch {
+    return [] // no passwd entry for this uid: nothing to name
+  }
+}
+
+export async function startCapture(o: CaptureOptions): Promise<Capture> {
+  const proc = await spawnListening(o.tcpdump, captureArgs(o), `capture on ${o.iface}`)
+  let stats: CaptureStats | undefined
+  let stopping: Promise<void> | undefined
+  const stop = async (): Promise<void> => {
+    await flushed(o.file, proc.output)
+    const { code, signal, stderr, stdout, exitedBefore } = await terminate(proc.child, proc.output)
+    const odd = stderr.split('\n').map((l) => l.trim()).filter((l) => !BENIGN_STDERR.some((re) => re.test(l)))
+    if (exitedBefore) {
+      const why = odd.join('\n') || stderr
+      throw new CaptureError(`tcpdump on ${o.iface} exited during the capture (${signal ?? code}): ${tail(why + stdout)}`)
+    }
+    if (odd.length > 0 || stdout.trim()) {
+      throw new CaptureError(`tcpdump on ${o.iface} reported: ${tail([...odd, stdout.trim()].filter(Boolean).join('\n'))}`)
+    }
+    stats = parseStats(stderr)
+  }
+  return {
+    running: () => proc.output.exit === undefined,
+    stats: () => stats,
+    stop: () => (stopping ??= stop())
+  }
+}
+
+/** For `aviary doctor`: tcpdump present, interface present, and a capture can start on it. */
+export async function checkCapture(tcpdump: string, iface: string): Promise<{ ok: boolean; detail: string; fix?: string }> {
+  const bin = resolveBinary(tcpdump)
+  if (!bin) {
+    const elsewhere = tcpdump.includes('/') ? resolveBinary('tcpdump') : undefined
+    return elsewhere
+      ? { ok: false, detail: `tcpdump not found at ${tcpdump}`, fix: `Set the tcpdump path in the configuration to ${elsewhere} (found in PATH).` }
+      : { ok: false, detail: `tcpdump not found (${tcpdump})`, fix: 'Install it (apt install tcpdump) or set the tcpdump path in the configuration.' }
+  }
+  if (!existsSync(path.join('/sys/class/net', iface))) {
+    return { ok: false, detail: `network interface ${iface} does not exist`, fix: `Create ${iface} (the VMs' bridge or host-only network) or set the machine's interface to an existing one.` }
+  }
+  try {
+    const proc = await spawnListening(bin, ['-n', '-i', iface, '-c', '1', ...dropPrivsTo(), '-w', '/dev/null'], `test capture on ${iface}`)
+    await terminate(proc.child, proc.output)
+    return { ok: true, detail: `tcpdump (${bin}) can capture on ${iface}` }
+  } catch (err) {
+    const msg = (err as Error).message
+    if (/permission|not permitted/i.test(msg)) {
+      return { ok: false, detail: msg, fix: `Run as root, or grant tcpdump the capabilities: setcap cap_net_raw,cap_net_admin=eip ${bin}` }
+    }
+    return { ok: false, detail: msg }
+  }
+}
+
+interface Output {
+  stdout: string
+  stderr: string
+  exit?: { code: number | null; signal: NodeJS.Signals | null }
+  /** Settles once the process has exited and its stdio is drained. */
+  closed: Promise<void>
+}
+
+/** Spawns tcpdump and resolves once it says "listening on"; rejects with its own words otherwise. */
+function spawnListening(bin: string, args: string[], what: string): Promise<{ child: ChildProcess; output: Output }> {
+  return new Promise((resolve, reject) => {
+    let child: ChildProcess
+    try {
+      child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    } catch (err) {
+      reject(new CaptureError(`${what}: cannot start ${bin}: ${(err as Error).message}`))
+      return
+    }
+    const output: Output = { stdout: '', stderr: '', closed: new Promise((r) => child.once('close', () => r())) }
+    let settled = false
+    const fail = (reason: string): void => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      if (output.exit === undefined) child.kill('SIGKILL')
+      reject(new CaptureError(`${what}: ${reason}`))
+    }
+    const timer = setTimeout(() => fail(`tcpdump did not start listening within ${START_TIMEOUT_MS / 1000} s: ${tail(output.stderr)}`), START_TIMEOUT_MS)
+    child.stdout?.on('data', (b: Buffer) => { output.stdout += b.toString() })
+    child.stderr?.on('data', (b: Buffer) => {
+      output.stderr += b.toString()
+      if (!settled && /listening on /.test(output.stderr)) {
+        settled = true
+        clearTimeout(timer)
+        resolve({ child, output })
+      }
+    })
+    child.once('error', (err) => fail(`cannot start ${bin}: ${err.message}`))
+    child.once('exit', (code, signal) => {
+      output.exit = { code, signal }
+      fail(`tcpdump exited (${signal ?? code}): ${tail(output.stderr + output.stdout) || 'no output'}`)
+    })
+  })
+}
+
+/** Waits until tcpdump has had its chance to write the last block (or has exited). */
+async function flushed(file: string, output: Output): Promise<void> {
+  const exited = output.closed.then(() => true)
+  const pause = (ms: number): Promise<boolean> => Promise.race([exited, new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
+  if (await pause(FLUSH_DELAY_MS)) return
+  const size = (): number => { try { return statSync(file).size } catch { return -1 } }
+  const deadline = Date.now() + SETTLE_LIMIT_MS
+  let last = size()
+  while (Date.now() < deadline) {
+    if (await pause(SETTLE_MS)) return
+    const now = size()
+    if (now === last) return
+    last = now
+  }
+}
+
+/** SIGTERM, SIGKILL after the grace period; resolves with what tcpdump said once it has exited. */
+function terminate(child: ChildProcess, output: Output): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; exitedBefore: boolean }> {
+  const exitedBefore = output.exit !== undefined
+  if (!exitedBefore) child.kill('SIGTERM')
+  const killer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS)
+  return output.closed.then(() => {
+    clearTimeout(killer)
+    return { code: child.exitCode, signal: child.signalCode, stdout: output.stdout, stderr: output.stderr, exitedBefore }
+  })
+}
+
+function parseStats(stderr: string): CaptureStats {
+  const count = (what: string): number | undefined => {
+    const m = new RegExp(`^(\\d+) packets? ${what}$`, 'm').exec(stderr)
+    return m ? Number(m[1]) : undefined
+  }
+  return { captured: count('captured'), receivedByFilter: count('received by filter'), droppedByKernel: count('dropped by kernel') }
+}
+
+function resolveBinary(bin: string): string | undefined {
+  const candidates = bin.includes('/') ? [bin] : (process.env.PATH ?? '/usr/sbin:/usr/bin').split(':').concat('/usr/sbin', '/sbin').map((d) => path.join(d, bin))
+  for (const c of candidates) {
+    try {
+      accessSync(c, constants.X_OK)
+      return c
+    } catch { /* next */ }
+  }
+  return undefined
+}
+
+function tail(s: string): string {
+  const t = s.trim()
+  return t.length > 1000 ? `…${t.slice(-1000)}` : t
+}

@@ -1,0 +1,239 @@
+// A real "guest" for tests that need one without a VM: a Linux network namespace joined to the host
+// by a veth pair, plus a tiny fake internet (a DNS server answering every A query with one address,
+// and an HTTP server) that the guest reaches through its default route. The host side of the veth
+// is the capture interface, so tcpdump, the result server and the agent client see exactly the
+// traffic a bridged VM would produce. Processes run inside with a private /tmp (two guests' analyzers
+// must not see each other's files) and a resolv.conf pointing at the fake DNS server.
+//
+// Names and addresses: index N (1..20) → namespace `<prefix>N`, host-side veth `<prefix>Nh`,
+// guest-side veth `<prefix>Ng`, 10.204.N.1 (host) ↔ 10.204.N.2 (guest), 10.204.N.254 = "internet"
+// (a second address on the host side). Needs root (ip netns, mount).
+import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
+import { createSocket, type Socket as UdpSocket } from 'node:dgram'
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import dnsPacket from 'dns-packet'
+
+const run = promisify(execFile)
+
+export interface HttpRequestRecord {
+  method: string
+  url: string
+  host: string | undefined
+  ua: string | undefined
+}
+
+export interface ExecOptions {
+  env?: NodeJS.ProcessEnv
+  cwd?: string
+  /** Default: stdin ignored, stdout and stderr piped. */
+  stdio?: StdioOptions
+}
+
+export interface NetnsGuest {
+  /** Namespace name, e.g. `avng1`. */
+  ns: string
+  /** Host side of the veth: where to capture. */
+  hostIf: string
+  hostIp: string
+  guestIp: string
+  /** "The internet": a second address on the host side; the fake DNS and HTTP servers listen here. */
+  internetIp: string
+  /** Host folder bind-mounted on the guest's /tmp (its processes' /tmp, readable from the host). */
+  tmpDir: string
+  /** Every question name the DNS server saw (A and AAAA lookups of one name both appear). */
+  dns: { queries: string[]; questions: { name: string; type: string }[] }
+  http: { requests: HttpRequestRecord[] }
+  /** Spawn inside the namespace with the guest's private /tmp. Runs in its own process group. */
+  exec(cmd: string[], opts?: ExecOptions): ChildProcess
+  /** exec() an agent and wait until guestIp:port (default 8000) accepts connections. */
+  startAgent(cmd: string[], opts?: ExecOptions & { port?: number; timeoutMs?: number }): Promise<ChildProcess>
+  /** Kill every process inside, stop the fake internet, delete namespace, veth, /etc/netns/<ns>, tmpDir. */
+  close(): Promise<void>
+}
+
+export interface NetnsGuestOptions {
+  /** 1..20: picks 10.204.<index>.0/24 and the names. */
+  index: number
+  /** Name prefix, default 'avng'. At most 9 characters (interface names are ≤ 15). */
+  prefix?: string
+}
+
+/** Tail of a process's output kept for error messages. */
+const TAIL_CHARS = 2000
+
+export async function createNetnsGuest(o: NetnsGuestOptions): Promise<NetnsGuest> {
+  if (!Number.isInteger(o.index) || o.index < 1 || o.index > 20) throw new Error(`netns guest index must be 1..20, got ${o.index}`)
+  const prefix = o.prefix ?? 'avng'
+  const ns = `${prefix}${o.index}`
+  const hostIf = `${ns}h`
+  const guestIf = `${ns}g`
+  if (guestIf.length > 15) throw new Error(`netns guest prefix too long for an interface name: ${guestIf}`)
+  const net = `10.204.${o.index}`
+  const hostIp = `${net}.1`
+  const guestIp = `${net}.2`
+  const internetIp = `${net}.254`
+  const etcDir = path.join('/etc/netns', ns)
+  const tmpDir = path.join(tmpdir(), 'aviary-netns', ns)
+
+  await removeLeftovers(ns, hostIf, etcDir, tmpDir)
+
+  const children = new Set<ChildProcess>()
+  let udp: UdpSocket | undefined
+  let http: HttpServer | undefined
+  const dns: NetnsGuest['dns'] = { queries: [], questions: [] }
+  const httpLog: NetnsGuest['http'] = { requests: [] }
+
+  const close = async (): Promise<void> => {
+    for (const child of children) killGroup(child)
+    children.clear()
+    await new Promise<void>((resolve) => (udp ? udp.close(() => resolve()) : resolve())).catch(() => undefined)
+    await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()))
+    http?.closeAllConnections()
+    await removeLeftovers(ns, hostIf, etcDir, tmpDir)
+  }
+
+  try {
+    await ip('netns', 'add', ns)
+    await ip('link', 'add', hostIf, 'type', 'veth', 'peer', 'name', guestIf)
+    await ip('link', 'set', guestIf, 'netns', ns)
+    await ip('addr', 'add', `${hostIp}/24`, 'dev', hostIf)
+    await ip('addr', 'add', `${internetIp}/24`, 'dev', hostIf)
+    await ip('link', 'set', hostIf, 'up')
+    await ip('-n', ns, 'link', 'set', 'lo', 'up')
+    await ip('-n', ns, 'addr', 'add', `${guestIp}/24`, 'dev', guestIf)
+    await ip('-n', ns, 'link', 'set', guestIf, 'up')
+    await ip('-n', ns, 'route', 'add', 'default', 'via', hostIp)
+    // `ip netns exec` bind-mounts every file of /etc/netns/<ns>/ over its /etc/ twin.
+    mkdirSync(etcDir, { recursive: true })
+    writeFileSync(path.join(etcDir, 'resolv.conf'), `nameserver ${internetIp}\n`)
+    mkdirSync(tmpDir, { recursive: true })
+    chmodSync(tmpDir, 0o1777)
+    udp = await startDns(internetIp, dns)
+    http = await startHttp(internetIp, httpLog)
+  } catch (err) {
+    await close()
+    throw err
+  }
+
+  const exec = (cmd: string[], opts: ExecOptions = {}): ChildProcess => {
+    if (cmd.length === 0) throw new Error('exec: empty command')
+    // ip netns exec already gives the command its own mount namespace; unshare -m with private
+    // propagation makes sure the /tmp bind can never leak to the host. The shell only mounts and
+    // execs: the command and the folder are positional arguments, never part of the script text.
+    const argv = ['netns', 'exec', ns, 'unshare', '-m', '--propagation', 'private',
+      'sh', '-c', 'mount --bind "$0" /tmp && exec "$@"', tmpDir, ...cmd]
+    const child = spawn('ip', argv, {
+      detached: true,
+      env: opts.env ?? process.env,
+      cwd: opts.cwd,
+      stdio: opts.stdio ?? ['ignore', 'pipe', 'pipe']
+    })
+    children.add(child)
+    child.once('exit', () => children.delete(child))
+    return child
+  }
+
+  const startAgent = async (cmd: string[], opts: ExecOptions & { port?: number; timeoutMs?: number } = {}): Promise<ChildProcess> => {
+    const port = opts.port ?? 8000
+    const deadline = Date.now() + (opts.timeoutMs ?? 30_000)
+    const child = exec(cmd, opts)
+    let tail = ''
+    const keep = (b: Buffer): void => { tail = (tail + b.toString()).slice(-TAIL_CHARS) }
+    child.stdout?.on('data', keep)
+    child.stderr?.on('data', keep)
+    let exited: string | undefined
+    child.once('exit', (code, signal) => { exited = `exited (${signal ?? code})` })
+    while (!(await accepts(guestIp, port))) {
+      if (exited) throw new Error(`agent ${cmd.join(' ')} ${exited} before ${guestIp}:${port} accepted: ${tail.trim()}`)
+      if (Date.now() > deadline) {
+        killGroup(child)
+        throw new Error(`agent ${cmd.join(' ')} did not listen on ${guestIp}:${port} in time: ${tail.trim()}`)
+      }
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    return child
+  }
+
+  return { ns, hostIf, hostIp, guestIp, internetIp, tmpDir, dns, http: httpLog, exec, startAgent, close }
+}
+
+async function ip(...args: string[]): Promise<void> {
+  try {
+    await run('ip', args)
+  } catch (err) {
+    const e = err as { stderr?: string; message: string }
+    throw new Error(`ip ${args.join(' ')}: ${(e.stderr ?? e.message).trim()}`, { cause: err })
+  }
+}
+
+/** Whatever a previous (possibly crashed) run with the same names left behind. */
+async function removeLeftovers(ns: string, hostIf: string, etcDir: string, tmpDir: string): Promise<void> {
+  const pids = await run('ip', ['netns', 'pids', ns]).then((r) => r.stdout.split(/\s+/).filter(Boolean), () => [])
+  for (const pid of pids) {
+    try { process.kill(Number(pid), 'SIGKILL') } catch { /* already gone */ }
+  }
+  await run('ip', ['netns', 'del', ns]).catch(() => undefined)
+  await run('ip', ['link', 'del', hostIf]).catch(() => undefined)
+  rmSync(etcDir, { recursive: true, force: true })
+  rmSync(tmpDir, { recursive: true, force: true })
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
+  try { process.kill(-child.pid, 'SIGKILL') } catch { child.kill('SIGKILL') }
+}
+
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port })
+    const done = (ok: boolean): void => { s.destroy(); resolve(ok) }
+    s.setTimeout(1000, () => done(false))
+    s.once('connect', () => done(true))
+    s.once('error', () => done(false))
+  })
+}
+
+/** A DNS server answering every A question with `answerIp` (other types: no records, NOERROR). */
+function startDns(answerIp: string, log: NetnsGuest['dns']): Promise<UdpSocket> {
+  const sock = createSocket('udp4')
+  sock.on('message', (msg, rinfo) => {
+    let query: dnsPacket.Packet
+    try { query = dnsPacket.decode(msg) } catch { return }
+    const questions = query.questions ?? []
+    for (const q of questions) {
+      log.queries.push(q.name)
+      log.questions.push({ name: q.name, type: q.type })
+    }
+    const reply = dnsPacket.encode({
+      id: query.id,
+      type: 'response',
+      flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE,
+      questions,
+      answers: questions.filter((q) => q.type === 'A').map((q) => ({ type: 'A' as const, name: q.name, ttl: 60, data: answerIp }))
+    })
+    sock.send(reply, rinfo.port, rinfo.address)
+  })
+  return new Promise((resolve, reject) => {
+    sock.once('error', reject)
+    sock.bind(53, answerIp, () => { sock.off('error', reject); resolve(sock) })
+  })
+}
+
+/** An HTTP server answering 200 with a small body to everything, recording each request. */
+function startHttp(ip: string, log: NetnsGuest['http']): Promise<HttpServer> {
+  const server = createHttpServer((req, res) => {
+    log.requests.push({ method: req.method ?? '', url: req.url ?? '', host: req.headers.host, ua: req.headers['user-agent'] })
+    req.resume()
+    res.writeHead(200, { 'content-type': 'text/plain' })
+    res.end('aviary fake internet\n')
+  })
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(80, ip, () => { server.off('error', reject); resolve(server) })
+  })
+}
