@@ -49,6 +49,15 @@ export default tseslint.config(
     }
   },
   {
+    files: ['src/agent/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/core/**', '**/shared/**', '**/main/**', '**/renderer/**', 'electron'], message: 'The agent and analyzer run inside the guest: they import nothing of Aviary\'s host side.' }] }
+      ]
+    }
+  },
+  {
     files: ['src/renderer/**/*.{ts,tsx}'],
     languageOptions: { globals: { ...globals.browser } },
     rules: {

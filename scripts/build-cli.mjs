@@ -27,5 +27,12 @@ await build({
   external,
   sourcemap: true,
   logLevel: 'warning',
-  define: { 'process.env.AVIARY_BUNDLED': '"1"' }
+  define: { 'process.env.AVIARY_BUNDLED': '"1"' },
+  // CommonJS code bundled into this ESM output (the agent's multipart parser) calls require() for
+  // Node built-ins; give the bundle a real one.
+  banner: { js: "import { createRequire as __aviaryRequire } from 'node:module'; const require = __aviaryRequire(import.meta.url);" }
 })
+
+// Aviary's analyzer, uploaded to guests with every task, lives next to the bundle (out/cli/analyzer).
+const { buildAnalyzer } = await import('./build-agent.mjs')
+await buildAnalyzer(`${outdir}/analyzer`)

@@ -1,7 +1,9 @@
-// Builds the bundled CLI and worker once per test run, so tests that spawn `aviary` or start
-// the hashing worker use the same artifacts as a user would.
+// Builds the bundled CLI (with Aviary's analyzer) and the Linux agent executable once per test
+// run, so tests that spawn `aviary`, start the hashing worker, upload the analyzer or boot a guest
+// with the agent use the same artifacts as a user would.
 import { execFileSync } from 'node:child_process'
 
 export default function setup(): void {
   execFileSync(process.execPath, ['scripts/build-cli.mjs'], { stdio: 'inherit' })
+  execFileSync(process.execPath, ['scripts/build-agent.mjs', '--linux-only'], { stdio: ['ignore', 'ignore', 'inherit'] })
 }

@@ -1,0 +1,236 @@
+// The guest agent over real sockets: every endpoint of Cuckoo 2.0.7's agent.py protocol, bad
+// inputs, zip slip, an HTTP/1.0 client on a raw socket, pinning from a second loopback address,
+// and /execnode running a script with the agent's own runtime.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ZipFile } from 'yazl'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runAgent, type RunningAgent } from './agent.js'
+
+let agent: RunningAgent
+let base: string
+let dir: string
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'aviary-agent-test-'))
+  agent = await runAgent({ host: '127.0.0.1', port: 0 })
+  base = `http://127.0.0.1:${agent.port}`
+})
+afterAll(async () => {
+  await agent?.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+type Body = Record<string, unknown>
+async function get(path: string): Promise<{ status: number; body: Body }> {
+  const r = await fetch(base + path)
+  return { status: r.status, body: (await r.json()) as Body }
+}
+async function post(path: string, fields: Record<string, string>, files: Record<string, Buffer> = {}, at = base): Promise<{ status: number; body: Body }> {
+  const form = new FormData()
+  for (const [k, v] of Object.entries(fields)) form.append(k, v)
+  for (const [k, v] of Object.entries(files)) form.append(k, new Blob([v]), k)
+  const r = await fetch(at + path, { method: 'POST', body: form })
+  return { status: r.status, body: (await r.json()) as Body }
+}
+function zipOf(entries: Record<string, string>): Promise<Buffer> {
+  const zip = new ZipFile()
+  for (const [name, text] of Object.entries(entries)) zip.addBuffer(Buffer.from(text), name, { compress: false })
+  zip.end()
+  const chunks: Buffer[] = []
+  return new Promise((ok, fail) => {
+    zip.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => ok(Buffer.concat(chunks))).on('error', fail)
+  })
+}
+
+describe('agent protocol', () => {
+  it('answers GET / like agent 0.10 with every feature', async () => {
+    const { status, body } = await get('/')
+    expect(status).toBe(200)
+    expect(body.message).toBe('Aviary Agent')
+    expect(body.version).toBe('0.10')
+    expect(body.features).toEqual(expect.arrayContaining(['execpy', 'execnode', 'pinning', 'logs', 'largefile', 'unicodepath']))
+  })
+
+  it('reports system, environ and logs', async () => {
+    expect((await get('/system')).body.system).toBe('Linux')
+    const env = (await get('/environ')).body.environ as Record<string, string>
+    expect(env.PATH).toBe(process.env.PATH)
+    const logs = (await get('/logs')).body
+    expect(String(logs.stdout)).toContain('GET /system')
+  })
+
+  it('keeps the analysis status and wants a status field', async () => {
+    expect((await get('/status')).body).toMatchObject({ status: null, description: null })
+    const bad = await post('/status', {})
+    expect(bad.status).toBe(400)
+    expect(bad.body).toMatchObject({ message: 'No status has been provided', error_code: 400 })
+    expect((await post('/status', { status: 'complete', description: 'True' })).status).toBe(200)
+    expect((await get('/status')).body).toMatchObject({ status: 'complete', description: 'True' })
+  })
+
+  it('accepts urlencoded bodies and drops blank values', async () => {
+    const r = await fetch(`${base}/status`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'status=running&description='
+    })
+    expect(r.status).toBe(200)
+    expect((await get('/status')).body).toMatchObject({ status: 'running', description: null })
+  })
+
+  it('returns 404 JSON for unknown routes, wrong methods and query strings', async () => {
+    expect(await get('/nope')).toEqual({ status: 404, body: { message: 'Route not found', error_code: 404 } })
+    expect((await get('/store')).status).toBe(404)
+    expect((await get('/status?x=1')).status).toBe(404)
+  })
+
+  it('creates folders and temporary files', async () => {
+    expect((await post('/mkdir', {})).status).toBe(400)
+    const target = join(dir, 'a', 'b')
+    expect((await post('/mkdir', { dirpath: target })).status).toBe(200)
+    expect(existsSync(target)).toBe(true)
+    expect((await post('/mkdir', { dirpath: target })).status).toBe(500)
+    const t = await post('/mktemp', { dirpath: dir, prefix: 'pre', suffix: '.txt' })
+    expect(String(t.body.filepath)).toMatch(/\/pre[^/]+\.txt$/)
+    expect(existsSync(String(t.body.filepath))).toBe(true)
+    const d = await post('/mkdtemp', { dirpath: dir })
+    expect(String(d.body.dirpath)).toMatch(/\/tmp[^/]+$/)
+    expect(existsSync(String(d.body.dirpath))).toBe(true)
+  })
+
+  it('stores and retrieves files, with unicode paths', async () => {
+    const path = join(dir, 'ünïcødé sample.bin')
+    const bytes = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251))
+    expect((await post('/store', { filepath: path })).status).toBe(400)
+    expect((await post('/store', {}, { file: bytes })).status).toBe(400)
+    expect((await post('/store', { filepath: path }, { file: bytes })).status).toBe(200)
+    expect(readFileSync(path).equals(bytes)).toBe(true)
+    const form = new FormData()
+    form.append('filepath', path)
+    const r = await fetch(`${base}/retrieve`, { method: 'POST', body: form })
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-length')).toBe(String(bytes.length))
+    expect(Buffer.from(await r.arrayBuffer()).equals(bytes)).toBe(true)
+    const missing = new FormData()
+    missing.append('filepath', join(dir, 'absent'))
+    expect((await fetch(`${base}/retrieve`, { method: 'POST', body: missing })).status).toBe(404)
+  })
+
+  it('extracts zips and refuses zip slip without writing anything', async () => {
+    const target = join(dir, 'analyzer')
+    const good = await zipOf({ 'analyzer.cjs': 'x', 'lib/core/a.txt': 'A' })
+    expect((await post('/extract', { dirpath: target })).status).toBe(400)
+    expect((await post('/extract', { dirpath: target }, { zipfile: good })).status).toBe(200)
+    expect(readFileSync(join(target, 'lib/core/a.txt'), 'utf8')).toBe('A')
+    // yazl refuses "..", so write "xx/" and patch both headers to "../" (the CRC covers data only).
+    const evil = await zipOf({ 'ok.txt': 'fine', 'xx/escaped.txt': 'owned' })
+    const patched = Buffer.from(evil.toString('latin1').replaceAll('xx/escaped.txt', '../escaped.txt'), 'latin1')
+    const slip = join(dir, 'slip')
+    const r = await post('/extract', { dirpath: slip }, { zipfile: patched })
+    expect(r.status).toBe(400)
+    expect(String(r.body.message)).toContain('outside')
+    expect(existsSync(join(dir, 'escaped.txt'))).toBe(false)
+    expect(existsSync(join(slip, 'ok.txt'))).toBe(false)
+    expect((await post('/extract', { dirpath: slip }, { zipfile: Buffer.from('not a zip') })).status).toBe(400)
+  })
+
+  it('removes files and folders', async () => {
+    const f = join(dir, 'gone.txt')
+    writeFileSync(f, 'x')
+    expect((await post('/remove', {})).status).toBe(400)
+    expect((await post('/remove', { path: f })).status).toBe(200)
+    expect(existsSync(f)).toBe(false)
+    expect((await post('/remove', { path: f })).status).toBe(404)
+    expect((await post('/remove', { path: join(dir, 'a') })).status).toBe(200)
+    expect(existsSync(join(dir, 'a'))).toBe(false)
+  })
+
+  it('executes commands synchronously, through a shell, and asynchronously', async () => {
+    expect((await post('/execute', {})).status).toBe(400)
+    const sync = await post('/execute', { command: 'echo "hello  world"' })
+    expect(sync.body).toMatchObject({ stdout: 'hello  world\n', stderr: '' })
+    const shell = await post('/execute', { command: 'echo $((6*7)) >&2', shell: '1' })
+    expect(shell.body.stderr).toBe('42\n')
+    const marker = join(dir, 'async-done')
+    const async = await post('/execute', { command: `sh -c "sleep 0.2; touch ${marker}"`, async: 'yes' })
+    expect(async.body).toMatchObject({ stdout: null, stderr: null })
+    expect(existsSync(marker)).toBe(false)
+    await expect.poll(() => existsSync(marker), { timeout: 5000 }).toBe(true)
+    expect((await post('/execute', { command: join(dir, 'no-such-program') })).status).toBe(500)
+  })
+
+  it('runs Python files with /execpy', async () => {
+    const py = join(dir, 'hello.py')
+    writeFileSync(py, 'import os\nprint("py", os.getcwd())\n')
+    expect((await post('/execpy', {})).status).toBe(400)
+    const r = await post('/execpy', { filepath: py, cwd: dir })
+    expect(r.body.stdout).toBe(`py ${dir}\n`)
+  })
+
+  it('runs JavaScript files with the agent runtime via /execnode', async () => {
+    const js = join(dir, 'hello.cjs')
+    writeFileSync(js, 'console.log(JSON.stringify({ argv: process.argv.slice(2), cwd: process.cwd(), exec: process.execPath, dir: __dirname }))\n')
+    expect((await post('/execnode', {})).status).toBe(400)
+    const r = await post('/execnode', { filepath: 'hello.cjs', cwd: dir, args: 'one "two three"' })
+    expect(r.status).toBe(200)
+    expect(JSON.parse(String(r.body.stdout))).toEqual({ argv: ['one', 'two three'], cwd: dir, exec: process.execPath, dir })
+  })
+
+  it('serves an HTTP/1.0 client on a raw socket and closes the connection', async () => {
+    const text = await new Promise<string>((ok, fail) => {
+      const s = connect(agent.port, '127.0.0.1', () => s.write('GET / HTTP/1.0\r\n\r\n'))
+      let buf = ''
+      s.on('data', (d) => (buf += d.toString())).on('end', () => ok(buf)).on('error', fail)
+    })
+    expect(text).toMatch(/^HTTP\/1\.[01] 200/)
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({ version: '0.10' })
+  })
+
+  it('takes an HTTP/1.0 urlencoded POST on a raw socket', async () => {
+    const body = 'status=exception&description=raw+1.0'
+    const text = await new Promise<string>((ok, fail) => {
+      const s = connect(agent.port, '127.0.0.1', () =>
+        s.write(`POST /status HTTP/1.0\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+      )
+      let buf = ''
+      s.on('data', (d) => (buf += d.toString())).on('end', () => ok(buf)).on('error', fail)
+    })
+    expect(text).toMatch(/^HTTP\/1\.[01] 200/)
+    expect((await get('/status')).body).toMatchObject({ status: 'exception', description: 'raw 1.0' })
+  })
+})
+
+describe('pinning and kill', () => {
+  /** One request from a chosen loopback source address (the kernel would pick 127.0.0.1). */
+  function from(source: string, port: number, method: string, path: string): Promise<{ status: number; body: Body }> {
+    return new Promise((ok, fail) => {
+      const req = request({ host: '127.0.0.1', port, method, path, localAddress: source }, (res) => {
+        let text = ''
+        res.on('data', (d: Buffer) => (text += d.toString())).on('end', () => ok({ status: res.statusCode ?? 0, body: JSON.parse(text) as Body }))
+      })
+      req.on('error', fail)
+      req.end()
+    })
+  }
+
+  it('pins to the first caller, drops others, still lets the analyzer post its status', async () => {
+    const a = await runAgent({ host: '0.0.0.0', port: 0 })
+    try {
+      const pin = await from('127.0.0.2', a.port, 'GET', '/pinning')
+      expect(pin.body).toMatchObject({ client_ip: '127.0.0.2' })
+      expect((await from('127.0.0.2', a.port, 'GET', '/pinning')).status).toBe(500)
+      await expect(fetch(`http://127.0.0.1:${a.port}/`)).rejects.toThrow()
+      await expect(from('127.0.0.3', a.port, 'GET', '/status')).rejects.toThrow()
+      expect((await post('/status', { status: 'complete' }, {}, `http://127.0.0.1:${a.port}`)).status).toBe(200)
+      expect((await from('127.0.0.2', a.port, 'GET', '/status')).body).toMatchObject({ status: 'complete' })
+      expect((await from('127.0.0.2', a.port, 'POST', '/kill')).status).toBe(200)
+      await expect.poll(() => from('127.0.0.2', a.port, 'GET', '/').then(() => 'up', () => 'down'), { timeout: 5000 }).toBe('down')
+    } finally {
+      await a.close()
+    }
+  })
+})

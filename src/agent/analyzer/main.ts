@@ -1,0 +1,63 @@
+// Entry point of the in-guest analyzer (bundled by scripts/build-agent.mjs into analyzer.cjs).
+// The host starts it through the agent with the analyzer folder as working directory, via
+// Aviary's /execnode, or via `node analyzer.cjs` on /execute under a third-party agent, so it uses
+// Node built-ins only and finds analysis.conf next to itself. Like Cuckoo's analyzer it reports
+// the end to the agent with POST /status (complete, or exception with a description).
+import { request } from 'node:http'
+import { join } from 'node:path'
+import { runAnalysis } from './analysis.js'
+import { readConfig, type AnalysisConfig } from './config.js'
+import { NetlogLog } from './netlog.js'
+
+function postStatus(port: number, status: string, description: string): Promise<void> {
+  const body = new URLSearchParams({ status, description }).toString()
+  return new Promise((done) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/status',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) }
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () => done())
+      }
+    )
+    req.setTimeout(10_000, () => req.destroy())
+    req.on('error', () => done())
+    req.end(body)
+  })
+}
+
+async function main(): Promise<void> {
+  const dir = process.env.AVIARY_ANALYZER_DIR ?? __dirname
+  const echo = (line: string): void => console.log(line)
+  let conf: AnalysisConfig
+  try {
+    conf = readConfig(join(dir, 'analysis.conf'))
+  } catch (err) {
+    await postStatus(8000, 'exception', `cannot read analysis.conf: ${(err as Error).message}`)
+    process.exitCode = 1
+    return
+  }
+  const agentPort = Number.parseInt(conf.options.get('agent_port') ?? '8000', 10) || 8000
+  const log = new NetlogLog(conf.ip, conf.port, echo)
+  await log.start()
+  log.info(`Aviary analyzer starting: task ${conf.id}, category ${conf.category}, timeout ${conf.timeout}s`)
+  try {
+    const record = await runAnalysis(conf, log, dir)
+    log.info(`analysis finished (${record.reason})`)
+    await log.close()
+    await postStatus(agentPort, 'complete', record.reason === 'start-failed' ? 'False' : 'True')
+  } catch (err) {
+    const text = err instanceof Error ? (err.stack ?? err.message) : String(err)
+    log.error(`analysis failed: ${text}`)
+    await log.close()
+    await postStatus(agentPort, 'exception', text)
+    process.exitCode = 1
+  }
+}
+
+void main()

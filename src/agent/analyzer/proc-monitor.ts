@@ -1,0 +1,195 @@
+// Linux process and connection monitor: polls /proc (every 100 ms by default) for the sample's
+// process tree (the root and every descendant; once seen, a process stays tracked even if it is
+// reparented to init) and for the sockets those processes hold, matched by inode against
+// /proc/<pid>/net/{tcp,tcp6,udp,udp6}. Polling can miss processes that live less than one period;
+// strace (strace-log.ts) fills that gap where it is available.
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs'
+import type { ConnectionRecord, ProcessRecord } from './behavior-format.js'
+import type { Monitor } from './monitor.js'
+
+interface Tracked {
+  record: ProcessRecord
+  start: string
+}
+
+function statOf(pid: number): { ppid: number; start: string } | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // comm may hold spaces and parentheses: fields start after the last ')'.
+    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ')
+    return { ppid: Number(rest[1]), start: rest[19] ?? '' }
+  } catch {
+    return null
+  }
+}
+
+function cmdlineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').split('\0').join(' ')
+  } catch {
+    return ''
+  }
+}
+
+function exeOf(pid: number): string | null {
+  try {
+    return readlinkSync(`/proc/${pid}/exe`)
+  } catch {
+    return null
+  }
+}
+
+/** Parses "0100007F:1F90" (little-endian IPv4 or 4x32-bit IPv6 words) into address and port. */
+export function parseProcAddress(hex: string): { addr: string; port: number } {
+  const [a = '', p = '0'] = hex.split(':')
+  const port = Number.parseInt(p, 16)
+  if (a.length === 8) {
+    const b = Buffer.from(a, 'hex').reverse()
+    return { addr: Array.from(b).join('.'), port }
+  }
+  const words: string[] = []
+  for (let i = 0; i < 32; i += 8) {
+    const le = Buffer.from(a.slice(i, i + 8), 'hex').reverse().toString('hex')
+    words.push(le.slice(0, 4), le.slice(4, 8))
+  }
+  const v6 = words.map((w) => w.replace(/^0{1,3}/, '')).join(':')
+  const mapped = /^0:0:0:0:0:ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6)
+  if (mapped !== null) {
+    const n = (Number.parseInt(mapped[1] ?? '0', 16) << 16) | Number.parseInt(mapped[2] ?? '0', 16)
+    return { addr: [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.'), port }
+  }
+  return { addr: v6.replace(/(^|:)0(:0)+(:|$)/, '::'), port }
+}
+
+export class ProcMonitor implements Monitor {
+  private readonly tracked = new Map<number, Tracked>()
+  private readonly connections = new Map<string, ConnectionRecord>()
+  private timer: NodeJS.Timeout | null = null
+
+  /** `root` is the process we started; with `hideRoot` (strace) only its descendants are reported. */
+  constructor(private readonly root: number, private readonly hideRoot: boolean, private readonly periodMs = 100) {}
+
+  start(): void {
+    this.poll()
+    this.timer = setInterval(() => this.poll(), this.periodMs)
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearInterval(this.timer)
+    this.timer = null
+    this.poll()
+  }
+
+  /** Live tracked pids (the root included). */
+  alive(): number[] {
+    return [...this.tracked.entries()].filter(([, t]) => t.record.exited === null).map(([pid]) => pid)
+  }
+
+  processes(): ProcessRecord[] {
+    return [...this.tracked.entries()].filter(([pid]) => !(this.hideRoot && pid === this.root)).map(([, t]) => t.record)
+  }
+
+  connectionRecords(): ConnectionRecord[] {
+    return [...this.connections.values()]
+  }
+
+  poll(): void {
+    const now = Date.now()
+    const table = new Map<number, { ppid: number; start: string }>()
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue
+      const s = statOf(Number(name))
+      if (s !== null) table.set(Number(name), s)
+    }
+    for (const [pid, t] of this.tracked) {
+      const s = table.get(pid)
+      if (t.record.exited !== null) continue
+      if (s === undefined || s.start !== t.start) {
+        t.record.exited = now
+        continue
+      }
+      // A fork seen before its execve shows the parent's image: follow the exec.
+      const exe = exeOf(pid)
+      if (exe !== null && exe !== t.record.exe) {
+        t.record.exe = exe
+        t.record.command_line = cmdlineOf(pid) || t.record.command_line
+      }
+    }
+    let grew = true
+    while (grew) {
+      grew = false
+      for (const [pid, s] of table) {
+        const known = this.tracked.get(pid)
+        if (known !== undefined && known.start === s.start) continue
+        const parent = this.tracked.get(s.ppid)
+        const isRoot = pid === this.root && known === undefined
+        if (!isRoot && (parent === undefined || parent.record.exited !== null)) continue
+        // Under strace, the root's own forks (its start-up feature probes, or the sample's child
+        // before its execve) still show strace's command line: wait until they have exec'ed.
+        const cmd = cmdlineOf(pid)
+        if (this.hideRoot && s.ppid === this.root && cmd === this.rootCmdline()) continue
+        // A zombie shows neither command line nor image: nothing to report (strace has it, if any).
+        const exe = exeOf(pid)
+        if (cmd === '' && exe === null) continue
+        const ppid = this.hideRoot && s.ppid === this.root ? this.parentOfRoot() : s.ppid
+        this.tracked.set(pid, {
+          start: s.start,
+          record: { type: 'process', pid, ppid, command_line: cmd, exe, first_seen: now, exited: null }
+        })
+        grew = true
+      }
+    }
+    this.pollSockets(now)
+  }
+
+  private rootCmdline(): string {
+    return this.tracked.get(this.root)?.record.command_line ?? ''
+  }
+
+  private parentOfRoot(): number {
+    return this.tracked.get(this.root)?.record.ppid ?? 0
+  }
+
+  private pollSockets(now: number): void {
+    const inodes = new Map<string, number>()
+    const live = this.alive().filter((pid) => !(this.hideRoot && pid === this.root))
+    for (const pid of live) {
+      let fds: string[]
+      try {
+        fds = readdirSync(`/proc/${pid}/fd`)
+      } catch {
+        continue
+      }
+      for (const fd of fds) {
+        try {
+          const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))
+          if (m?.[1] !== undefined) inodes.set(m[1], pid)
+        } catch {
+          // closed meanwhile
+        }
+      }
+    }
+    if (inodes.size === 0 || live[0] === undefined) return
+    for (const file of ['tcp', 'tcp6', 'udp', 'udp6']) {
+      let text: string
+      try {
+        text = readFileSync(`/proc/${live[0]}/net/${file}`, 'utf8')
+      } catch {
+        continue
+      }
+      for (const line of text.split('\n').slice(1)) {
+        const f = line.trim().split(/\s+/)
+        const pid = inodes.get(f[9] ?? '')
+        if (pid === undefined || f[1] === undefined || f[2] === undefined) continue
+        const src = parseProcAddress(f[1])
+        const dst = parseProcAddress(f[2])
+        if (dst.port === 0) continue // listening or unconnected
+        const proto = file.startsWith('tcp') ? 'tcp' : 'udp'
+        const key = `${proto}|${src.addr}|${src.port}|${dst.addr}|${dst.port}|${pid}`
+        if (!this.connections.has(key)) {
+          this.connections.set(key, { type: 'connection', proto, src: src.addr, sport: src.port, dst: dst.addr, dport: dst.port, pid, time: now })
+        }
+      }
+    }
+  }
+}
