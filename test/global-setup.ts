@@ -5,5 +5,10 @@ import { execFileSync } from 'node:child_process'
 
 export default function setup(): void {
   execFileSync(process.execPath, ['scripts/build-cli.mjs'], { stdio: 'inherit' })
-  execFileSync(process.execPath, ['scripts/build-agent.mjs', '--linux-only'], { stdio: ['ignore', 'ignore', 'inherit'] })
+  try {
+    // postject warns about every ELF note it does not know; only a failure is worth showing.
+    execFileSync(process.execPath, ['scripts/build-agent.mjs', '--linux-only'], { stdio: 'pipe' })
+  } catch (err) {
+    throw new Error(`building the agent failed: ${String((err as { stderr?: Buffer }).stderr ?? err)}`)
+  }
 }

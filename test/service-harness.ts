@@ -24,7 +24,7 @@ export interface Harness {
 export async function startHarness(opts: Partial<ServiceOptions> & { machines?: unknown } = {}): Promise<Harness> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'aviary-test-'))
   if (opts.machines !== undefined) writeFileSync(path.join(dataDir, 'machines.json'), JSON.stringify(opts.machines))
-  const service = new AviaryService({ dataDir, port: 0, logLevel: 'warn', hashWorker: HASH_WORKER, ...opts })
+  const service = new AviaryService({ dataDir, port: 0, logLevel: 'warn', hashWorker: HASH_WORKER, engine: false, ...opts })
   const { url } = await service.start()
   const get = (p: string, headers: Record<string, string> = {}) => fetch(url + p, { headers })
   let db: Database.Database | undefined

@@ -1,7 +1,14 @@
 // The `aviary` command: `serve` runs the headless analysis service, `submit` sends samples and
-// URLs to it (or to any Cuckoo-compatible instance) the way `cuckoo submit` did.
+// URLs to it (or to any Cuckoo-compatible instance) the way `cuckoo submit` did, `agent` runs the
+// guest agent, `doctor` checks the machines, and `machines import` moves a Cuckoo setup over.
+import { existsSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { AviaryService } from './service'
+import { createLayout } from './storage/layout'
+import { formatDoctorReport, runDoctor } from './doctor/doctor'
+import { importCuckooConf } from './machinery/cuckoo-import'
+import { runAgent } from '../agent/index'
 import { DEFAULT_HOST, DEFAULT_PORT, VERSION, defaultDataDir, parseSize } from './config'
 import { runSubmit } from './submit-cli'
 
@@ -34,9 +41,44 @@ export async function main(argv: string[]): Promise<number> {
     .addOption(new Option('--api-token <token>', 'require "Authorization: Bearer <token>"').env('AVIARY_API_TOKEN'))
     .option('--max-upload-size <size>', 'largest accepted sample, e.g. 512M or 2G', size)
     .option('--task-cache-size <size>', 'memory for serialized tasks served by the API, e.g. 128M', size)
+    .option('--max-machines <n>', 'analyses running at once (default: max_machines of machines.json, 0 = no limit)', int('max machines', 0, 1000))
     .option('--debug', 'verbose logging; enables GET /exit')
     .action(async (o: ServeOptions) => {
       exitCode = await serve(o)
+    })
+
+  program
+    .command('agent')
+    .description('run the guest agent (Cuckoo 2 agent protocol) inside an analysis VM')
+    .option('-H, --host <host>', 'address to bind', '0.0.0.0')
+    .option('-p, --port <port>', 'port to bind', int('port', 0, 65535), 8000)
+    .action(async (o: { host: string; port: number }) => {
+      exitCode = await agent(o)
+    })
+
+  program
+    .command('doctor')
+    .description('check every machine of machines.json before the first analysis; prints a fix for each failure')
+    .argument('[machine...]', 'only these machines')
+    .option('--data <dir>', 'data directory (default: $AVIARY_DATA or the per-user data directory)')
+    .option('--deep', 'also revert, start and stop each machine and wait for its agent')
+    .option('--json', 'print the findings as JSON')
+    .action(async (only: string[], o: { data?: string; deep?: boolean; json?: boolean }) => {
+      const report = await runDoctor({ machinesFile: createLayout(o.data ?? defaultDataDir()).machinesConfig, deep: o.deep ?? false, only })
+      process.stdout.write(o.json ? JSON.stringify(report, null, 2) + '\n' : formatDoctorReport(report))
+      exitCode = report.ok ? 0 : 1
+    })
+
+  program
+    .command('machines')
+    .description('manage machines.json')
+    .command('import')
+    .description("write machines.json from an existing Cuckoo install's conf/ folder")
+    .argument('<dir>', "Cuckoo's conf folder (cuckoo.conf, kvm.conf, virtualbox.conf, physical.conf)")
+    .option('--data <dir>', 'data directory (default: $AVIARY_DATA or the per-user data directory)')
+    .option('--force', 'replace an existing machines.json')
+    .action((dir: string, o: { data?: string; force?: boolean }) => {
+      exitCode = importMachines(dir, o)
     })
 
   program
@@ -79,7 +121,45 @@ interface ServeOptions {
   apiToken?: string
   maxUploadSize?: number
   taskCacheSize?: number
+  maxMachines?: number
   debug?: boolean
+}
+
+function importMachines(dir: string, o: { data?: string; force?: boolean }): number {
+  const layout = createLayout(o.data ?? defaultDataDir())
+  const confDir = existsSync(path.join(dir, 'conf', 'cuckoo.conf')) ? path.join(dir, 'conf') : dir
+  let result
+  try {
+    result = importCuckooConf(confDir)
+  } catch (err) {
+    process.stderr.write(`aviary: cannot import ${confDir}: ${(err as Error).message}\n`)
+    return 1
+  }
+  for (const w of result.warnings) process.stderr.write(`aviary: warning: ${w}\n`)
+  if (existsSync(layout.machinesConfig) && !o.force) {
+    process.stderr.write(`aviary: ${layout.machinesConfig} exists; run again with --force to replace it\n`)
+    return 1
+  }
+  layout.ensure()
+  writeFileSync(layout.machinesConfig, result.json)
+  process.stdout.write(`wrote ${layout.machinesConfig}; check it with \`aviary doctor\`\n`)
+  return 0
+}
+
+async function agent(o: { host: string; port: number }): Promise<number> {
+  let done!: (code: number) => void
+  const finished = new Promise<number>((resolve) => (done = resolve))
+  const a = await runAgent({ host: o.host, port: o.port, log: (m) => process.stderr.write(`aviary agent: ${m}\n`) })
+    .catch((err: Error) => {
+      process.stderr.write(`aviary agent: cannot start: ${err.message}\n`)
+      return null
+    })
+  if (!a) return 1
+  process.stderr.write(`aviary agent: listening on ${o.host}:${a.port}\n`)
+  const shutdown = () => void a.close().then(() => done(0), () => done(1))
+  process.once('SIGINT', shutdown)
+  process.once('SIGTERM', shutdown)
+  return finished
 }
 
 async function serve(o: ServeOptions): Promise<number> {
@@ -96,7 +176,8 @@ async function serve(o: ServeOptions): Promise<number> {
     debug: o.debug ?? false,
     logLevel: o.debug ? 'debug' : 'info',
     ...(o.maxUploadSize ? { maxUploadBytes: o.maxUploadSize } : {}),
-    ...(o.taskCacheSize ? { taskCacheBytes: o.taskCacheSize } : {})
+    ...(o.taskCacheSize ? { taskCacheBytes: o.taskCacheSize } : {}),
+    ...(o.maxMachines !== undefined ? { maxMachines: o.maxMachines } : {})
   })
   process.once('SIGINT', shutdown)
   process.once('SIGTERM', shutdown)

@@ -12,6 +12,7 @@ import { SubmitsRepository } from './db/submits.repository'
 import { MachinesRepository } from './db/machines.repository'
 import { TimelineRepository } from './db/timeline.repository'
 import { EventBus } from './events/event-bus'
+import { Engine } from './engine'
 import { loadFleetConfig } from './machinery/machines-config'
 import { HashPool } from './hashing/hash-pool'
 import { createFileTypeDetector } from './hashing/magic'
@@ -41,10 +42,22 @@ export interface ServiceOptions {
   taskCacheBytes?: number
   /** Called when a client asks the service to stop (GET /exit in debug mode). */
   onExitRequest?: () => void
+  /** Machines running at once (overrides machines.json's max_machines). */
+  maxMachines?: number
+  /** Aviary's analyzer folder (default: next to the bundle). */
+  analyzerDir?: string
+  /** How often machines.json is checked for changes (ms). */
+  configPollMs?: number
+  /**
+   * Run analyses (default true). Off, the instance serves the API and the stored results only:
+   * tasks wait as `pending` (the API tests use this to own every task state themselves).
+   */
+  engine?: boolean
 }
 
 interface Running {
   app: App
+  engine: Engine | null
   db: Db
   pool: HashPool
   unlock: () => void
@@ -64,6 +77,10 @@ export class AviaryService {
     return this.running?.url ?? null
   }
 
+  /** The running engine (tests reload machines.json through it instead of waiting for the poll). */
+  get engine(): Engine | null {
+    return this.running?.engine ?? null
+  }
 
   start(): Promise<{ url: string }> {
     if (this.running) return Promise.resolve({ url: this.running.url })
@@ -76,6 +93,7 @@ export class AviaryService {
     layout.ensure()
     const unlock = lockDataDir(layout.root)
     let db: Db | null = null
+    let engine: Engine | null = null
     const pool = new HashPool(this.opts.hashWorker)
     try {
       await cleanTmp(layout.tmp)
@@ -112,13 +130,26 @@ export class AviaryService {
           allowedOrigins: this.opts.allowedOrigins ?? []
         }
       )
-      machines.sync(loadFleetConfig(layout.machinesConfig).machines)
+      if (this.opts.engine ?? true) {
+        engine = new Engine({
+          db, layout, tasks, machines, samples, timeline, bus,
+          log: { info: (m) => app.log.info(m), warn: (m) => app.log.warn(m), error: (m) => app.log.error(m) },
+          maxMachines: this.opts.maxMachines,
+          analyzerDir: this.opts.analyzerDir,
+          ...(this.opts.configPollMs ? { configPollMs: this.opts.configPollMs } : {})
+        })
+        // Before the API listens: tasks a crash left running are recovered before anyone asks.
+        engine.start()
+      } else {
+        machines.sync(loadFleetConfig(layout.machinesConfig).machines)
+      }
       await app.listen({ host: this.opts.host ?? DEFAULT_HOST, port: this.opts.port ?? DEFAULT_PORT })
       const address = app.server.address() as AddressInfo
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
-      this.running = { app, db, pool, unlock, url: `http://${host}:${address.port}` }
+      this.running = { app, engine, db, pool, unlock, url: `http://${host}:${address.port}` }
       return { url: this.running.url }
     } catch (err) {
+      await engine?.stop()
       await pool.stop()
       db?.close()
       unlock()
@@ -132,6 +163,7 @@ export class AviaryService {
     const r = this.running
     if (!r) return
     this.running = null
+    await r.engine?.stop()
     await r.app.close()
     await r.pool.stop()
     r.db.close()

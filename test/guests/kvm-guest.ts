@@ -176,14 +176,14 @@ async function hasCleanSnapshot(disk: string): Promise<boolean> {
   return (info.snapshots ?? []).some((s) => s.name === SNAPSHOT)
 }
 
-/** GETs the agent's `/` until it answers as a Cuckoo agent; false after `timeoutMs`. */
+/** GETs the agent's `/` until it answers as an agent of Cuckoo's protocol (Cuckoo's, Aviary's); false after `timeoutMs`. */
 export async function waitForAgent(ip: string, port: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     try {
       const res = await fetch(`http://${ip}:${port}/`, { signal: AbortSignal.timeout(3000) })
-      const body = (await res.json()) as { message?: string }
-      if (body.message === 'Cuckoo Agent!') return true
+      const body = (await res.json()) as { message?: string; version?: string }
+      if (typeof body.message === 'string' && /agent/i.test(body.message) && typeof body.version === 'string') return true
     } catch {
       /* not up yet */
     }

@@ -7,7 +7,9 @@
 //
 // Names and addresses: index N (1..20) → namespace `<prefix>N`, host-side veth `<prefix>Nh`,
 // guest-side veth `<prefix>Ng`, 10.204.N.1 (host) ↔ 10.204.N.2 (guest), 10.204.N.254 = "internet"
-// (a second address on the host side). Needs root (ip netns, mount).
+// (a second address on the host side). Needs root (ip netns, mount). Indexes in use, so parallel
+// test files never share a subnet: 1-2 engine e2e, 3 doctor, 4-7 bench/engine-overhead, 11-13 this
+// fixture's tests, 14-15 capture tests, 19 bench/capture.
 import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { createSocket, type Socket as UdpSocket } from 'node:dgram'
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'

@@ -114,7 +114,7 @@ function dropPrivsTo(): string[] {
 }
 
 export async function startCapture(o: CaptureOptions): Promise<Capture> {
-  const proc = await spawnListening(o.tcpdump, captureArgs(o), `capture on ${o.iface}`)
+  const proc = await spawnListening(o.tcpdump, captureArgs(o), `capture on ${o.iface}`, true)
   let stats: CaptureStats | undefined
   let stopping: Promise<void> | undefined
   const stop = async (): Promise<void> => {
@@ -170,12 +170,25 @@ interface Output {
   closed: Promise<void>
 }
 
+const SETPRIV = '/usr/bin/setpriv'
+
+function resolvable(bin: string): boolean {
+  if (bin.includes('/')) return existsSync(bin)
+  return (process.env.PATH ?? '').split(':').some((dir) => dir && existsSync(path.join(dir, bin)))
+}
+
 /** Spawns tcpdump and resolves once it says "listening on"; rejects with its own words otherwise. */
-function spawnListening(bin: string, args: string[], what: string): Promise<{ child: ChildProcess; output: Output }> {
+function spawnListening(bin: string, args: string[], what: string, dieWithUs = false): Promise<{ child: ChildProcess; output: Output }> {
   return new Promise((resolve, reject) => {
     let child: ChildProcess
     try {
-      child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+      // A capture must not outlive a service killed with SIGKILL (it would write to an unlinked
+      // pcap for ever): util-linux's setpriv execs tcpdump with a parent-death signal. The binary
+      // is checked first so that a missing tcpdump still gets tcpdump's own error.
+      const wrap = dieWithUs && existsSync(SETPRIV) && resolvable(bin)
+      child = wrap
+        ? spawn(SETPRIV, ['--pdeathsig', 'TERM', '--', bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+        : spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] })
     } catch (err) {
       reject(new CaptureError(`${what}: cannot start ${bin}: ${(err as Error).message}`))
       return

@@ -1,0 +1,88 @@
+// `aviary doctor` on real machines: a netns guest running Aviary's agent (physical driver), where
+// every check passes, and machines that are wrong in the ways users get them wrong (a VM that
+// does not exist on the hypervisor, a result-server address of another host, a missing capture
+// interface, no agent), each with its reason and a fix. Also through the CLI, as JSON.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { createNetnsGuest, type NetnsGuest } from '../../../test/guests/netns-guest'
+import { ensureLibvirtd } from '../../../test/fixtures/libvirtd'
+import { formatDoctorReport, runDoctor, type DoctorReport } from './doctor'
+
+const run = promisify(execFile)
+
+describe('aviary doctor', () => {
+  let guest: NetnsGuest
+  let dir: string
+  let file: string
+
+  beforeAll(async () => {
+    guest = await createNetnsGuest({ index: 3, prefix: 'avdr' })
+    await guest.startAgent([process.execPath, path.resolve('bin/aviary.js'), 'agent', '-H', '0.0.0.0', '-p', '8000'])
+    const uri = await ensureLibvirtd()
+    dir = mkdtempSync(path.join(tmpdir(), 'aviary-doctor-'))
+    file = path.join(dir, 'machines.json')
+    writeFileSync(file, JSON.stringify({
+      resultserver: { ip: guest.hostIp, port: 2042 },
+      kvm: { uri },
+      machines: [
+        { name: 'good', driver: 'physical', ip: guest.guestIp, interface: guest.hostIf, platform: 'linux' },
+        { name: 'novm', driver: 'kvm', label: 'no-such-domain', ip: '10.204.3.50', interface: 'avdr-none0' },
+        { name: 'elsewhere', driver: 'physical', ip: '10.204.3.60', interface: guest.hostIf, resultserver_ip: '203.0.113.7' }
+      ]
+    }))
+  }, 120_000)
+
+  afterAll(async () => {
+    await guest?.close()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  const byName = (r: DoctorReport, name: string) => r.machines.find((m) => m.name === name)!.findings
+  const failed = (r: DoctorReport, name: string) => byName(r, name).filter((f) => !f.ok)
+
+  it('passes every check of a working machine and names the agent', async () => {
+    const r = await runDoctor({ machinesFile: file, deep: false, only: ['good'] })
+    expect(byName(r, 'good').filter((f) => !f.ok)).toEqual([])
+    expect(byName(r, 'good').find((f) => f.check === 'agent protocol')!.detail).toMatch(/aviary agent 0\.10 answers on 10\.204\.3\.2:8000/)
+    expect(byName(r, 'good').find((f) => f.check === 'packet capture')!.ok).toBe(true)
+    expect(r.ok).toBe(true)
+  }, 60_000)
+
+  it('gives a reason and a fix for each broken machine', async () => {
+    const r = await runDoctor({ machinesFile: file, deep: false })
+    expect(r.ok).toBe(false)
+    const novm = failed(r, 'novm')
+    expect(novm.map((f) => f.detail).join('\n')).toMatch(/no-such-domain/)
+    expect(novm.some((f) => f.check === 'packet capture' && /avdr-none0/.test(f.detail))).toBe(true)
+    for (const f of novm) expect(f.fix, f.check).toBeTruthy()
+    const elsewhere = failed(r, 'elsewhere')
+    expect(elsewhere.find((f) => f.check === 'result server address')!.detail).toMatch(/203\.0\.113\.7 is not an address of this host/)
+    expect(elsewhere.some((f) => /10\.204\.3\.60/.test(f.detail))).toBe(true)
+    const text = formatDoctorReport(r)
+    expect(text).toMatch(/FAIL result server address/)
+    expect(text).toMatch(/fix: /)
+  }, 60_000)
+
+  it('--deep waits for the agent through the driver, and reports it', async () => {
+    const r = await runDoctor({ machinesFile: file, deep: true, only: ['good'] })
+    const checks = byName(r, 'good').map((f) => `${f.ok ? 'ok' : 'FAIL'} ${f.check}`)
+    expect(checks).toEqual(expect.arrayContaining(['ok revert and start', 'ok agent after revert', 'ok stop']))
+  }, 60_000)
+
+  it('runs from the CLI with --json, and exits 1 when a check fails', async () => {
+    const data = path.join(dir, 'data')
+    await run(process.execPath, [path.resolve('bin/aviary.js'), 'doctor', '--data', data, '--json']).then(
+      () => { throw new Error('doctor should fail without a machines.json') },
+      (err: { code: number; stdout: string }) => {
+        expect(err.code).toBe(1)
+        const r = JSON.parse(err.stdout) as DoctorReport
+        expect(r.config.ok).toBe(false)
+        expect(r.config.detail).toMatch(/there is no .*machines\.json/)
+        expect(r.config.fix).toMatch(/aviary machines import/)
+      })
+  }, 60_000)
+})

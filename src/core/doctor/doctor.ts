@@ -1,0 +1,166 @@
+// `aviary doctor`: checks every machine before the first analysis, and says for each failure why
+// and how to fix it — the hypervisor and the VM and its snapshot (the driver's own checks), the
+// result server's address, packet capture on the machine's interface, and the agent. With
+// `deep`, each machine is also reverted, started, waited for until its agent answers, and stopped:
+// the whole path of an analysis but the sample.
+import os from 'node:os'
+import { existsSync } from 'node:fs'
+import { isIP } from 'node:net'
+import { loadFleetConfig, type EngineSettings, type MachineConfig } from '../machinery/machines-config'
+import type { DriverMachine, Finding } from '../machinery/driver'
+import { createDrivers, type DriverSet } from '../machinery/drivers'
+import { checkCapture } from '../capture/tcpdump'
+import { GuestSession, probeAgent } from '../guest/guest-session'
+
+export interface MachineReport {
+  name: string
+  driver: string
+  findings: Finding[]
+}
+
+export interface DoctorReport {
+  ok: boolean
+  /** machines.json itself: read, and what it holds. */
+  config: Finding
+  machines: MachineReport[]
+}
+
+export interface DoctorOptions {
+  machinesFile: string
+  deep: boolean
+  /** Checks one machine at a time when several are named. */
+  only?: string[]
+}
+
+const AGENT_PORT = 8000
+
+export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
+  if (!existsSync(o.machinesFile)) {
+    return {
+      ok: false, machines: [],
+      config: {
+        check: 'machines.json', ok: false, detail: `there is no ${o.machinesFile}`,
+        fix: 'describe your analysis VMs in it (docs/machines.md), or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`; `--data DIR` names another data directory'
+      }
+    }
+  }
+  let fleet
+  try {
+    fleet = loadFleetConfig(o.machinesFile)
+  } catch (err) {
+    const config = { check: 'machines.json', ok: false, detail: (err as Error).message, fix: 'correct the field named above (docs/machines.md)' }
+    return { ok: false, config, machines: [] }
+  }
+  const machines = fleet.machines.filter((m) => !o.only?.length || o.only.includes(m.name))
+  const config: Finding = machines.length > 0
+    ? { check: 'machines.json', ok: true, detail: `${fleet.machines.length} machines configured` }
+    : {
+        check: 'machines.json', ok: false, detail: o.only?.length ? `no machine is named ${o.only.join(', ')}` : 'no machines are configured',
+        fix: 'describe your analysis VMs in machines.json, or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`'
+      }
+  const drivers = createDrivers(fleet.settings)
+  try {
+    const reports: MachineReport[] = []
+    for (const m of machines) reports.push({ name: m.name, driver: m.driver, findings: await checkMachine(m, fleet.settings, drivers, o.deep) })
+    return { ok: config.ok && reports.every((r) => r.findings.every((f) => f.ok)), config, machines: reports }
+  } finally {
+    await drivers.close()
+  }
+}
+
+async function checkMachine(m: MachineConfig, settings: EngineSettings, drivers: DriverSet, deep: boolean): Promise<Finding[]> {
+  const driver = drivers.get(m.driver)
+  const dm: DriverMachine = m
+  const findings: Finding[] = await driver.check(dm).catch((err: Error) => [{ check: 'hypervisor', ok: false, detail: err.message }])
+  findings.push(resultServerAddress(m))
+  findings.push(m.interface
+    ? await checkCapture(settings.tcpdump, m.interface).then((r) => ({ check: 'packet capture', ...r }))
+    : { check: 'packet capture', ok: false, detail: 'no network interface is configured for this machine: its traffic would not be captured',
+        fix: 'set "interface" (the bridge or tap the guest is on, e.g. virbr0) for the machine or at the top of machines.json' })
+  if (deep) {
+    findings.push(...await deepCheck(m, dm, drivers, settings))
+  } else {
+    const state = await driver.state(dm).catch(() => 'error')
+    findings.push(state === 'running'
+      ? await agentFinding(m)
+      : { check: 'agent protocol', ok: true, detail: `not checked: the VM is ${state} (aviary doctor --deep reverts and starts it)` })
+  }
+  return findings
+}
+
+function resultServerAddress(m: MachineConfig): Finding {
+  const ip = m.resultserver_ip
+  const check = 'result server address'
+  if (ip === '0.0.0.0' || ip === '::') return { check, ok: true, detail: `${ip}: listens on every address of this host` }
+  const mine = Object.values(os.networkInterfaces()).flat().some((a) => a?.address === ip)
+  if (mine) return { check, ok: true, detail: `${ip}:${m.resultserver_port} belongs to this host` }
+  return {
+    check, ok: false,
+    detail: `${ip} is not an address of this host, so the result server cannot listen there and the guest's uploads would be lost`,
+    fix: isIP(ip) === 4
+      ? `bring up the network the guests are on (e.g. \`virsh net-start default\` for 192.168.122.1, \`vboxmanage hostonlyif ipconfig vboxnet0 --ip 192.168.56.1\`), or set resultserver.ip in machines.json to the host's address on that network`
+      : 'set resultserver.ip in machines.json to an address of this host on the guests\' network'
+  }
+}
+
+async function agentFinding(m: MachineConfig): Promise<Finding> {
+  try {
+    const info = await probeAgent(m.ip, AGENT_PORT, 5000)
+    return { check: 'agent protocol', ok: true, detail: `${info.kind} agent${info.version ? ` ${info.version}` : ''} answers on ${m.ip}:${AGENT_PORT}` }
+  } catch (err) {
+    return {
+      check: 'agent protocol', ok: false, detail: `no agent answers on ${m.ip}:${AGENT_PORT}: ${(err as Error).message}`,
+      fix: 'start the agent in the guest (`aviary agent`, or Cuckoo\'s agent.py) at logon, check the guest\'s IP and firewall, then take the snapshot again with the agent running'
+    }
+  }
+}
+
+async function deepCheck(m: MachineConfig, dm: DriverMachine, drivers: DriverSet, settings: EngineSettings): Promise<Finding[]> {
+  const driver = drivers.get(m.driver)
+  const out: Finding[] = []
+  const started = Date.now()
+  try {
+    await driver.start(dm)
+    out.push({ check: 'revert and start', ok: true, detail: `running after ${((Date.now() - started) / 1000).toFixed(1)} s` })
+  } catch (err) {
+    out.push({ check: 'revert and start', ok: false, detail: (err as Error).message })
+    return out
+  }
+  try {
+    const t = Date.now()
+    await new GuestSession({ ip: m.ip, port: AGENT_PORT, log: () => undefined })
+      .waitAvailable({ timeoutMs: settings.timeouts.critical * 1000 })
+    out.push({ check: 'agent after revert', ok: true, detail: `port ${AGENT_PORT} open after ${((Date.now() - t) / 1000).toFixed(1)} s` })
+    out.push(await agentFinding(m))
+  } catch (err) {
+    out.push({
+      check: 'agent after revert', ok: false, detail: (err as Error).message,
+      fix: 'the snapshot must be taken while the VM runs with the agent started (a live snapshot); start the VM, start the agent, take the snapshot again'
+    })
+  } finally {
+    try {
+      await driver.stop(dm)
+      out.push({ check: 'stop', ok: true, detail: 'stopped' })
+    } catch (err) {
+      out.push({ check: 'stop', ok: false, detail: (err as Error).message })
+    }
+  }
+  return out
+}
+
+/** The report as people read it: one line per check, a reason and a fix under each failure. */
+export function formatDoctorReport(r: DoctorReport): string {
+  const lines: string[] = []
+  const mark = (f: Finding) => (f.ok ? 'ok  ' : 'FAIL')
+  const put = (f: Finding, indent: string) => {
+    lines.push(`${indent}${mark(f)} ${f.check}: ${f.detail}`)
+    if (!f.ok && f.fix) lines.push(`${indent}     fix: ${f.fix}`)
+  }
+  put(r.config, '')
+  for (const m of r.machines) {
+    lines.push('', `${m.name} (${m.driver})`)
+    for (const f of m.findings) put(f, '  ')
+  }
+  lines.push('', r.ok ? 'All checks passed.' : 'Some checks failed: see the fixes above.')
+  return lines.join('\n') + '\n'
+}

@@ -1,0 +1,149 @@
+// The engine: what makes submitted tasks run. It owns the scheduler, the runs, the result server
+// and the machinery drivers, recovers what a crash left behind, and follows machines.json (a
+// change is picked up without a restart, so a task waiting for a machine starts once one is
+// configured). The service (service.ts) starts it after the database and before the API listens,
+// and stops it first, so running analyses are interrupted cleanly and their tasks queued again.
+import { existsSync, unwatchFile, watchFile } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Db } from './db/database'
+import type { StorageLayout } from './storage/layout'
+import type { TasksRepository } from './db/tasks.repository'
+import type { MachinesRepository } from './db/machines.repository'
+import type { SamplesRepository } from './db/samples.repository'
+import { QueueRepository } from './db/queue.repository'
+import { GuestsRepository } from './db/guests.repository'
+import type { TimelineRepository } from './db/timeline.repository'
+import type { EventBus } from './events/event-bus'
+import { loadFleetConfig, type EngineSettings } from './machinery/machines-config'
+import { createDrivers, type DriverSet } from './machinery/drivers'
+import { ResultServer } from './resultserver/result-server'
+import { AnalysisRunner } from './scheduler/analysis-runner'
+import { Scheduler } from './scheduler/scheduler'
+import { recoverAfterRestart } from './scheduler/recovery'
+
+export interface EngineLog {
+  info(msg: string): void
+  warn(msg: string): void
+  error(msg: string): void
+}
+
+export interface EngineOptions {
+  db: Db
+  layout: StorageLayout
+  tasks: TasksRepository
+  machines: MachinesRepository
+  samples: SamplesRepository
+  timeline: TimelineRepository
+  bus: EventBus
+  log: EngineLog
+  /** Overrides machines.json's max_machines (`--max-machines`). */
+  maxMachines?: number | undefined
+  /** Aviary's analyzer folder; default: found next to the running bundle. */
+  analyzerDir?: string | undefined
+  /** How often machines.json is checked for changes (ms). */
+  configPollMs?: number
+}
+
+interface Running {
+  scheduler: Scheduler
+  runner: AnalysisRunner
+  resultServer: ResultServer
+}
+
+export class Engine {
+  private settings: EngineSettings | null = null
+  private drivers: DriverSet | null = null
+  /** Driver sets replaced by a settings change, closed when the engine stops. */
+  private readonly retired: DriverSet[] = []
+  private running: Running | null = null
+  private readonly onConfigChange = () => this.reloadConfig()
+
+  constructor(private readonly o: EngineOptions) {}
+
+  /** Loads machines.json (a bad one throws: the service does not start on a fleet it cannot read). */
+  start(): void {
+    if (this.running) return
+    const o = this.o
+    const fleet = loadFleetConfig(o.layout.machinesConfig)
+    o.machines.sync(fleet.machines)
+    this.settings = fleet.settings
+    this.drivers = createDrivers(fleet.settings)
+    const queue = new QueueRepository(o.db)
+    const guests = new GuestsRepository(o.db)
+    const recovered = recoverAfterRestart({ queue, machines: o.machines, guests, timeline: o.timeline })
+    if (recovered.requeued.length) o.log.warn(`tasks queued again after an unclean stop: ${recovered.requeued.join(', ')}`)
+    if (recovered.failed.length) o.log.error(`tasks failed after unclean stops: ${recovered.failed.join(', ')}`)
+    const settings = () => this.settings!
+    const rs = settings().resultserver
+    const resultServer = new ResultServer({
+      limits: { uploadMaxSize: rs.uploadMaxSize, taskMaxSize: rs.taskMaxSize },
+      log: { info: (m) => o.log.info(`result server: ${m}`), warn: (m) => o.log.warn(`result server: ${m}`) }
+    })
+    let scheduler: Scheduler | null = null
+    const runner = new AnalysisRunner({
+      layout: o.layout, tasks: o.tasks, queue, machines: o.machines, guests, timeline: o.timeline, samples: o.samples,
+      resultServer, settings, analyzerDir: o.analyzerDir ?? defaultAnalyzerDir(),
+      driver: (kind) => this.drivers!.get(kind),
+      log: o.log
+    }, () => scheduler?.kick())
+    scheduler = new Scheduler({
+      queue, machines: o.machines, timeline: o.timeline, bus: o.bus,
+      maxMachines: () => o.maxMachines ?? settings().maxMachines,
+      running: () => runner.running,
+      launch: (taskId, machine) => runner.launch(taskId, machine),
+      log: o.log
+    })
+    this.running = { scheduler, runner, resultServer }
+    // Machines a crashed run left on are powered off before anything uses them again.
+    for (const m of recovered.wereLocked) {
+      const driver = this.drivers.get(m.driver as Parameters<DriverSet['get']>[0])
+      driver.stop({ ...m, options: JSON.parse(m.options) as string[] })
+        .catch((err: Error) => o.log.warn(`could not stop ${m.name} after an unclean stop: ${err.message}`))
+    }
+    watchFile(o.layout.machinesConfig, { interval: o.configPollMs ?? 1000 }, this.onConfigChange)
+    scheduler.start()
+  }
+
+  /** Reads machines.json again; a bad file is reported and the previous fleet kept. */
+  reloadConfig(): boolean {
+    if (!this.running) return false
+    let fleet
+    try {
+      fleet = loadFleetConfig(this.o.layout.machinesConfig)
+    } catch (err) {
+      this.o.log.error(`machines.json changed but cannot be used, keeping the previous fleet: ${(err as Error).message}`)
+      return false
+    }
+    this.o.machines.sync(fleet.machines)
+    const old = this.settings!
+    this.settings = fleet.settings
+    if (JSON.stringify([old.kvm, old.virtualbox, old.timeouts]) !== JSON.stringify([fleet.settings.kvm, fleet.settings.virtualbox, fleet.settings.timeouts])) {
+      this.retired.push(this.drivers!)
+      this.drivers = createDrivers(fleet.settings)
+    }
+    this.o.log.info(`machines.json reloaded: ${fleet.machines.length} machines`)
+    this.running.scheduler.fleetChanged()
+    return true
+  }
+
+  /** Interrupts running analyses (their tasks are queued again), then closes everything. */
+  async stop(): Promise<void> {
+    const r = this.running
+    if (!r) return
+    this.running = null
+    unwatchFile(this.o.layout.machinesConfig, this.onConfigChange)
+    r.scheduler.stop()
+    await r.runner.stop()
+    await r.resultServer.stop()
+    await Promise.all([this.drivers, ...this.retired.splice(0)].map((d) => d?.close()))
+    this.drivers = null
+  }
+}
+
+/** Aviary's analyzer is built next to the bundle (out/cli/analyzer), or to the Electron main's. */
+export function defaultAnalyzerDir(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url))
+  const candidates = [path.join(here, 'analyzer'), path.join(here, '..', 'cli', 'analyzer'), path.resolve('out/cli/analyzer')]
+  return candidates.find((dir) => existsSync(path.join(dir, 'analyzer.cjs'))) ?? candidates[0]!
+}

