@@ -1,7 +1,7 @@
 // End to end on a real VM: the project's small Linux guest (Debian kernel, busybox, Aviary's agent
 // as a single executable) under libvirtd's QEMU driver with TCG, driven by the `kvm` driver. The
 // service reverts its running snapshot, runs a shell sample through the agent and the analyzer,
-// captures on the guest's tap, takes screenshots and a memory dump (memory=1), and powers it off.
+// captures on the guest's tap (which exists only once the VM runs), takes screenshots and a memory dump (memory=1), and powers it off.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
 import { openSync, readFileSync, readSync, closeSync, readdirSync, statSync } from 'node:fs'
@@ -11,6 +11,7 @@ import { startHarness, type Harness } from '../service-harness'
 import { stages, submitFile, waitForTask } from './e2e-helpers'
 
 const SAMPLE = `#!/bin/sh
+ping -c 2 -W 1 10.205.0.1
 echo written-in-the-vm > /tmp/vm-dropped.txt
 sh -c 'sleep 2; echo child' &
 wait
@@ -79,7 +80,9 @@ describe('an analysis on a real libvirt/QEMU guest (kvm driver)', () => {
   })
 
   it('captured on the tap, and the guest uploaded its dropped file and behaviour', () => {
-    expect(statSync(path.join(dir, 'dump.pcap')).size).toBeGreaterThanOrEqual(24)
+    const pcap = execFileSync('tcpdump', ['-n', '-r', path.join(dir, 'dump.pcap')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+    expect(pcap).toMatch(new RegExp(`${guest.ip.replace(/\./g, '\\.')} > ${guest.hostIp.replace(/\./g, '\\.')}: ICMP echo request`))
+    expect(pcap).not.toMatch(/\.8000[ :]/)
     const files = readdirSync(path.join(dir, 'files'))
     const dropped = files.find((f) => f.endsWith('_vm-dropped.txt'))
     expect(dropped, files.join(', ')).toBeDefined()

@@ -5,6 +5,7 @@
 // screenshots and capture stopped, memory dumped if asked, VM stopped, guest unregistered,
 // machine unlocked, task completed or failed with the reason. Every stage goes to the timeline.
 import path from 'node:path'
+import { existsSync } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { TaskRow } from '../db/tasks.repository'
@@ -33,6 +34,7 @@ export class AnalysisRun {
   private registered = false
   private capture: Capture | null = null
   private captureStarting: Promise<void> | null = null
+  private captureLater = false
   private shots: { stop(): Promise<number> } | null = null
   private vmStarted = false
   private readonly dm: DriverMachine
@@ -94,7 +96,7 @@ export class AnalysisRun {
     this.registered = true
     // tcpdump takes a moment to start listening; the revert does not wait for it, the agent does:
     // nothing of the sample can run before the host has talked to the agent.
-    this.captureStarting = this.startCapture(rsPort)
+    this.captureStarting = this.startCapture(rsPort, false)
 
     this.guestId = this.d.guests.start(this.id, m)
     this.stage('reverting', m.driver === 'physical' ? 'physical machine: waiting for its agent' : `snapshot ${m.snapshot ?? '(current)'}`)
@@ -102,6 +104,10 @@ export class AnalysisRun {
     await this.driver.start(this.dm, this.signal)
     this.d.machines.setStatus(m.id, 'running')
     this.stage('started', null)
+    if (this.captureLater) {
+      await this.captureStarting
+      this.captureStarting = this.startCapture(rsPort, true)
+    }
     if (this.driver.capabilities.screenshots && s.screenshotInterval > 0) {
       this.shots = startScreenshots({
         grab: () => this.driver.screenshot(this.dm),
@@ -174,7 +180,11 @@ export class AnalysisRun {
     }
   }
 
-  private async startCapture(rsPort: number): Promise<void> {
+  /**
+   * `final` false: the first try, while the VM reverts. A VM's own tap interface (vnetN, or a
+   * named tap) exists only once the VM runs, so a missing interface is tried again after start.
+   */
+  private async startCapture(rsPort: number, final: boolean): Promise<void> {
     const m = this.machine
     if (!m.interface) {
       this.log.warn('the machine has no network interface configured: no packet capture')
@@ -186,6 +196,10 @@ export class AnalysisRun {
         resultserver: { ip: m.resultserver_ip, port: rsPort }, file: this.d.layout.analysisFile(this.id, 'dump.pcap')
       })
     } catch (err) {
+      if (!final && !existsSync(path.join('/sys/class/net', m.interface))) {
+        this.captureLater = true
+        return
+      }
       this.note(`packet capture did not start: ${message(err)}`)
     }
   }

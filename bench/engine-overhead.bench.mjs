@@ -1,0 +1,99 @@
+#!/usr/bin/env node
+// Host overhead per task (figures, not a test): 50 short tasks over 4 netns guests, each running
+// `aviary agent` under the physical driver, through the built `aviary serve` with packet capture.
+// The sample sleeps 1 s. Per task, from the timeline:
+//   wall      machine_locked → completed (everything the host does for the task)
+//   analysis  analyzer_started → finished (the analyzer running the sample in the guest)
+//   overhead  wall − analysis: result server, capture start/stop, agent sequence, teardown
+// Also the whole run's wall time. As root. Uses netns indexes 4-7 (10.204.4-7.0/24).
+// Usage: node bench/engine-overhead.bench.mjs [--tasks N]
+import { build } from 'esbuild'
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const args = process.argv.slice(2)
+const TASKS = args.includes('--tasks') ? Number(args[args.indexOf('--tasks') + 1]) : 50
+const GUESTS = 4
+
+mkdirSync(path.join(root, 'out'), { recursive: true })
+const work = mkdtempSync(path.join(root, 'out', 'overhead-bench-'))
+await build({
+  absWorkingDir: root, entryPoints: { guest: 'test/guests/netns-guest.ts' }, outdir: work, outExtension: { '.js': '.mjs' },
+  bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning'
+})
+const { createNetnsGuest } = await import(path.join(work, 'guest.mjs'))
+process.chdir(root)
+
+const guests = []
+const data = mkdtempSync(path.join(tmpdir(), 'aviary-bench-overhead-'))
+let server
+try {
+  for (let i = 0; i < GUESTS; i++) {
+    const g = await createNetnsGuest({ index: 4 + i, prefix: 'avbo' })
+    guests.push(g)
+    await g.startAgent([process.execPath, path.join(root, 'bin/aviary.js'), 'agent', '-H', '0.0.0.0', '-p', '8000'])
+  }
+  writeFileSync(path.join(data, 'machines.json'), JSON.stringify({
+    driver: 'physical',
+    screenshots: { interval: 0 },
+    resultserver: { ip: '0.0.0.0', port: 0 },
+    machines: guests.map((g, i) => ({ name: `g${i}`, ip: g.guestIp, platform: 'linux', interface: g.hostIf, resultserver_ip: g.hostIp }))
+  }))
+  server = spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', data, '-p', '0'], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let err = ''
+  const url = await new Promise((resolve, reject) => {
+    server.stderr.on('data', (b) => {
+      err += b
+      const m = /analysis API on (http:\/\/\S+)/.exec(err)
+      if (m) resolve(m[1])
+    })
+    server.once('exit', (code) => reject(new Error(`aviary serve exited (${code}): ${err}`)))
+  })
+
+  const t0 = performance.now()
+  const ids = []
+  for (let n = 0; n < TASKS; n++) {
+    const form = new FormData()
+    form.set('file', new Blob([`#!/bin/sh\nsleep 1\necho ${n} > /tmp/out-${n}.txt\n`]), `short-${n}.sh`)
+    form.set('timeout', '30')
+    const res = await fetch(`${url}/tasks/create/file`, { method: 'POST', body: form })
+    ids.push((await res.json()).task_id)
+  }
+  const rows = []
+  for (const id of ids) {
+    for (;;) {
+      const { task } = await (await fetch(`${url}/tasks/view/${id}`)).json()
+      if (task.status === 'completed' || task.status === 'failed_analysis') {
+        const { timeline } = await (await fetch(`${url}/tasks/timeline/${id}`)).json()
+        const at = (stage) => timeline.find((e) => e.stage === stage)?.time
+        rows.push({ id, status: task.status, wall: at('completed') - at('machine_locked'), analysis: at('finished') - at('analyzer_started') })
+        break
+      }
+      await sleep(250)
+    }
+  }
+  const total = (performance.now() - t0) / 1000
+  const failed = rows.filter((r) => r.status !== 'completed').length
+  const ok = rows.filter((r) => r.status === 'completed' && Number.isFinite(r.analysis))
+  const overhead = ok.map((r) => (r.wall - r.analysis) / 1000).sort((a, b) => a - b)
+  const pick = (p) => +overhead[Math.min(overhead.length - 1, Math.ceil(p * overhead.length) - 1)].toFixed(2)
+  console.log(JSON.stringify({
+    bench: 'host overhead per task', tasks: TASKS, guests: GUESTS, failed,
+    overhead_s: { median: pick(0.5), p90: pick(0.9), max: pick(1) },
+    analysis_s_median: +(ok.map((r) => r.analysis / 1000).sort((a, b) => a - b)[Math.floor(ok.length / 2)]).toFixed(2),
+    wall_total_s: +total.toFixed(1), tasks_per_minute: +((TASKS / total) * 60).toFixed(1)
+  }))
+} finally {
+  if (server) {
+    server.kill('SIGTERM')
+    await new Promise((r) => (server.exitCode !== null ? r() : server.once('exit', r)))
+  }
+  for (const g of guests) await g.close()
+  rmSync(data, { recursive: true, force: true })
+  rmSync(work, { recursive: true, force: true })
+}
