@@ -9,6 +9,6 @@ export default function setup(): void {
     // postject warns about every ELF note it does not know; only a failure is worth showing.
     execFileSync(process.execPath, ['scripts/build-agent.mjs', '--linux-only'], { stdio: 'pipe' })
   } catch (err) {
-    throw new Error(`building the agent failed: ${String((err as { stderr?: Buffer }).stderr ?? err)}`)
+    throw new Error(`building the agent failed: ${String((err as { stderr?: Buffer }).stderr ?? err)}`, { cause: err })
   }
 }

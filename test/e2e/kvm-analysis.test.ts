@@ -4,9 +4,9 @@
 // captures on the guest's tap (which exists only once the VM runs), takes screenshots and a memory dump (memory=1), and powers it off.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
-import { openSync, readFileSync, readSync, closeSync, readdirSync, statSync } from 'node:fs'
+import { readFileSync, readdirSync, statSync } from 'node:fs'
 import path from 'node:path'
-import { aviaryAgent, ensureKvmGuest, type KvmGuest } from '../guests/kvm-guest'
+import { aviaryAgent, ensureKvmGuest, head, type KvmGuest } from '../guests/kvm-guest'
 import { startHarness, type Harness } from '../service-harness'
 import { stages, submitFile, waitForTask } from './e2e-helpers'
 
@@ -16,16 +16,6 @@ echo written-in-the-vm > /tmp/vm-dropped.txt
 sh -c 'sleep 2; echo child' &
 wait
 `
-
-function head(file: string, n: number): Buffer {
-  const fd = openSync(file, 'r')
-  try {
-    const buf = Buffer.alloc(n)
-    return buf.subarray(0, readSync(fd, buf, 0, n, 0))
-  } finally {
-    closeSync(fd)
-  }
-}
 
 describe('an analysis on a real libvirt/QEMU guest (kvm driver)', () => {
   let guest: KvmGuest

@@ -3,10 +3,12 @@
 // sample resolves a name, fetches a URL, writes a file and starts a child process. The service
 // runs it through the whole engine — scheduler, result server, tcpdump, the agent protocol,
 // Aviary's analyzer — and the test checks the analysis folder, the pcap (read back with tcpdump,
-// the oracle) and the API. Reboot and reschedule then run again on the same guest.
+// the oracle) and the API. Reboot and reschedule then run again on the same guest, and an analyzer that never
+// finishes meets the critical timeout.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createNetnsGuest, type NetnsGuest } from '../guests/netns-guest'
 import { startHarness, type Harness } from '../service-harness'
@@ -117,4 +119,29 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
     const log = readFileSync(path.join(h.dataDir, 'storage/analyses', String(id), 'analysis.log'), 'utf8')
     expect(log).toMatch(/putting back \/tmp\/dropped\.txt/)
   }, 100_000)
+
+  it('an analyzer that never finishes hits the critical timeout: the task fails with the reason', async () => {
+    // An analyzer folder of our own that never reports completion, for this guest's platform.
+    const stall = mkdtempSync(path.join(tmpdir(), 'aviary-stall-'))
+    writeFileSync(path.join(stall, 'analyzer.cjs'), 'setInterval(() => undefined, 60_000)\n')
+    writeFileSync(path.join(h.dataDir, 'machines.json'), JSON.stringify({
+      driver: 'physical',
+      interface: guest.hostIf,
+      resultserver: { ip: guest.hostIp, port: 0 },
+      screenshots: { interval: 0 },
+      timeouts: { critical: 2 },
+      analyzers: { linux: { path: stall } },
+      machines: [{ name: 'netns1', ip: guest.guestIp, platform: 'linux' }]
+    }))
+    expect(h.service.engine!.reloadConfig()).toBe(true)
+    const id = await submitFile(h, 'never.sh', '#!/bin/sh\nexit 0\n', { timeout: '2' })
+    expect(await waitForTask(h, id, ['completed', 'failed_analysis'], 60_000)).toBe('failed_analysis')
+    const { body } = await h.json<{ task: { errors: string[] } }>(`/tasks/view/${id}`)
+    expect(body.task.errors[0]).toMatch(/critical timeout: .*\(2 s\) plus the critical timeout \(2 s\)/)
+    const s = await stages(h, id)
+    expect(s).toEqual(expect.arrayContaining(['analyzer_started', 'timed_out', 'machine_stopped', 'failed']))
+    expect(s).not.toContain('completed')
+    rmSync(stall, { recursive: true, force: true })
+  }, 90_000)
 })
+

@@ -5,14 +5,14 @@
 // The agent is the stand-in, or Aviary's agent binary when AVIARY_KVM_AGENT names it.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { execFile } from 'node:child_process'
-import { mkdtempSync, openSync, readSync, closeSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { aviaryAgent, consoleTail, ensureKvmGuest, standInAgent, waitForAgent, type KvmGuest } from './kvm-guest'
+import { aviaryAgent, consoleTail, ensureKvmGuest, head, standInAgent, waitForAgent, type KvmGuest } from './kvm-guest'
 import { destroyIfRunning, domState, virsh } from './kvm/virsh'
 
 const run = promisify(execFile)
@@ -24,16 +24,6 @@ const timed = async <T>(name: string, f: () => Promise<T>): Promise<T> => {
     return await f()
   } finally {
     times[name] = Math.round(performance.now() - t)
-  }
-}
-
-function head(file: string, n: number): Buffer {
-  const fd = openSync(file, 'r')
-  try {
-    const buf = Buffer.alloc(n)
-    return buf.subarray(0, readSync(fd, buf, 0, n, 0))
-  } finally {
-    closeSync(fd)
   }
 }
 

@@ -6,7 +6,7 @@
 // exclusive lease on the guest until release(), so parallel test files take turns.
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -190,6 +190,17 @@ export async function waitForAgent(ip: string, port: number, timeoutMs: number):
     await new Promise((r) => setTimeout(r, 250))
   }
   return false
+}
+
+/** The first `n` bytes of a file (a dump's or an image's magic). */
+export function head(file: string, n: number): Buffer {
+  const fd = openSync(file, 'r')
+  try {
+    const buf = Buffer.alloc(n)
+    return buf.subarray(0, readSync(fd, buf, 0, n, 0))
+  } finally {
+    closeSync(fd)
+  }
 }
 
 export function consoleTail(file: string, lines = 40): string {

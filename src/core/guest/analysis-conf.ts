@@ -3,7 +3,7 @@
 // Cuckoo's unchanged analyzer (and Aviary's, which reads the same file) finds every key it
 // needs. Values are written as Cuckoo's `str()` would; unlike Cuckoo, line breaks in values are
 // replaced, so a task's options or URL can never add keys or sections to the guest's config.
-import type { GuestStartSpec } from './guest-session'
+import type { GuestStartSpec } from './start-spec'
 
 /** The name the sample gets in the guest (also `file_name` in analysis.conf): no folders, no characters Windows refuses. */
 export function guestFileName(name: string): string {

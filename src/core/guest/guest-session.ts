@@ -5,6 +5,7 @@
 // the analyzer reports. It works with Cuckoo's agent.py (0.7–0.10), CAPE's (0.2x) and Aviary's
 // own; the old XML-RPC agent of Cuckoo 1.x is refused with a clear error. Requests are strictly
 // one at a time: Cuckoo's agent is single-threaded.
+import type { GuestStartSpec } from './start-spec'
 import { access } from 'node:fs/promises'
 import net from 'node:net'
 import path from 'node:path'
@@ -14,30 +15,9 @@ import { analysisConf, guestFileName, parseOptions } from './analysis-conf'
 import { buildAnalyzerZip } from './analyzer-zip'
 import { guestDirname, guestJoin, guestLayout, isWindows } from './guest-paths'
 
-export interface GuestStartSpec {
-  taskId: number
-  category: 'file' | 'url' | 'archive'
-  /** File tasks: the host path of the stored sample (also file.localPath); url tasks: the URL. */
-  target: string
-  package: string | null
-  /** Cuckoo's comma-separated k=v string as stored in the task row. */
-  options: string | null
-  /** Seconds. */
-  timeout: number
-  enforceTimeout: boolean
-  terminateProcesses: boolean
-  clock: Date
-  file?: { name: string; type: string | null; peExports: string[]; localPath: string }
-  resultserver: { ip: string; port: number }
-  /** A folder: Aviary's analyzer (analyzer.cjs) or Cuckoo's analyzer/<platform> (analyzer.py); monitor: copied into bin/. */
-  analyzer: { dir: string; monitor: string | null }
-  /** Reboot tasks: files put back into the guest before the analyzer starts. */
-  pushFiles: { guestPath: string; localPath: string }[]
-  /** windows | linux | ... */
-  platform: string
-}
-
 /** kind: 'cuckoo' | 'cape' | 'aviary' | 'unknown' (a new-style agent that names itself otherwise). */
+export type { GuestStartSpec } from './start-spec'
+
 export interface AgentInfo { kind: string; version: string | null; features: string[] }
 
 export type CompletionOutcome = 'complete' | 'exception' | 'failed' | 'aborted' | 'timeout'

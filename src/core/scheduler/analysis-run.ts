@@ -18,7 +18,7 @@ import { startCapture, type Capture } from '../capture/tcpdump'
 import { startScreenshots } from '../capture/screenshots'
 import { prepareAnalysisFolder, rebootFiles, writeTaskJson } from './analysis-folder'
 import { TaskLog } from './task-log'
-import type { RunnerDeps } from './analysis-runner'
+import type { RunnerDeps } from './run-deps'
 
 const AGENT_PORT = 8000
 

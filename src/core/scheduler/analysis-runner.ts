@@ -2,33 +2,11 @@
 // service stop interrupts every run, lets each tear its machine down, and waits for them. A run
 // that breaks before its own teardown could (no analysis folder, say) still frees its machine and
 // fails its task with the reason.
-import type { StorageLayout } from '../storage/layout'
-import type { TasksRepository } from '../db/tasks.repository'
-import type { QueueRepository } from '../db/queue.repository'
-import type { MachineRow, MachinesRepository } from '../db/machines.repository'
-import type { GuestsRepository } from '../db/guests.repository'
-import type { TimelineRepository } from '../db/timeline.repository'
-import type { SamplesRepository } from '../db/samples.repository'
-import type { DriverKind, EngineSettings } from '../machinery/machines-config'
-import type { MachineDriver } from '../machinery/driver'
-import type { ResultServer } from '../resultserver/result-server'
+import type { MachineRow } from '../db/machines.repository'
+import type { RunnerDeps } from './run-deps'
 import { AnalysisRun } from './analysis-run'
 
-export interface RunnerDeps {
-  layout: StorageLayout
-  tasks: TasksRepository
-  queue: QueueRepository
-  machines: MachinesRepository
-  guests: GuestsRepository
-  timeline: TimelineRepository
-  samples: SamplesRepository
-  resultServer: ResultServer
-  driver(kind: DriverKind): MachineDriver
-  settings(): EngineSettings
-  /** Aviary's analyzer folder (analyzer.cjs), for platforms without an analyzer in machines.json. */
-  analyzerDir: string
-  log: { info(msg: string): void; error(msg: string): void }
-}
+export type { RunnerDeps } from './run-deps'
 
 export class AnalysisRunner {
   private readonly active = new Map<number, { ctl: AbortController; done: Promise<void> }>()

@@ -1,0 +1,28 @@
+// What one analysis run needs from the engine: repositories, the result server, the drivers and
+// the settings of the moment (machines.json may change between runs).
+import type { StorageLayout } from '../storage/layout'
+import type { TasksRepository } from '../db/tasks.repository'
+import type { QueueRepository } from '../db/queue.repository'
+import type { MachinesRepository } from '../db/machines.repository'
+import type { GuestsRepository } from '../db/guests.repository'
+import type { TimelineRepository } from '../db/timeline.repository'
+import type { SamplesRepository } from '../db/samples.repository'
+import type { DriverKind, EngineSettings } from '../machinery/machines-config'
+import type { MachineDriver } from '../machinery/driver'
+import type { ResultServer } from '../resultserver/result-server'
+
+export interface RunnerDeps {
+  layout: StorageLayout
+  tasks: TasksRepository
+  queue: QueueRepository
+  machines: MachinesRepository
+  guests: GuestsRepository
+  timeline: TimelineRepository
+  samples: SamplesRepository
+  resultServer: ResultServer
+  driver(kind: DriverKind): MachineDriver
+  settings(): EngineSettings
+  /** Aviary's analyzer folder (analyzer.cjs), for platforms without an analyzer in machines.json. */
+  analyzerDir: string
+  log: { info(msg: string): void; error(msg: string): void }
+}
