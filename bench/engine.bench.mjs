@@ -92,7 +92,7 @@ let buf = ''
       const data = /^data: (.*)$/m.exec(block)?.[1]
       if (ev !== 'stage' || !data) continue
       const s = JSON.parse(data)
-      if (s.stage === 'reverting') reverting.set(s.task_id, { client: now, server: s.at })
+      if (s.stage === 'reverting') reverting.set(s.task_id, { client: now, server: s.time })
       if (s.stage === 'completed' || s.stage === 'failed') {
         finished.add(s.task_id)
         completed.get(s.task_id)?.()

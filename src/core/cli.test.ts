@@ -1,7 +1,7 @@
 // The `aviary` command as a user runs it: the built bin, a real process, real signals.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, mkdirSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -88,5 +88,43 @@ describe('aviary', () => {
     server.kill('SIGTERM')
     expect(await exited).toBe(0)
     expect(existsSync(path.join(dataDir, 'aviary.lock'))).toBe(false)
+  })
+})
+
+describe('aviary machines import and aviary agent', () => {
+  it('writes machines.json from a Cuckoo conf folder, and will not replace it without --force', async () => {
+    const data = mkdtempSync(path.join(tmpdir(), 'aviary-import-'))
+    const conf = path.resolve('test/fixtures/cuckoo-conf/kvm')
+    const first = await run(process.execPath, [BIN, 'machines', 'import', conf, '--data', data])
+    expect(first.stdout).toMatch(/wrote .*machines\.json/)
+    const written = JSON.parse(readFileSync(path.join(data, 'machines.json'), 'utf8')) as { driver: string; machines: { name: string }[] }
+    expect(written.driver).toBe('kvm')
+    expect(written.machines.length).toBeGreaterThan(0)
+    const again = await run(process.execPath, [BIN, 'machines', 'import', conf, '--data', data]).then(() => null, (e: { code: number; stderr: string }) => e)
+    expect(again?.code).toBe(1)
+    expect(again?.stderr).toMatch(/exists; run again with --force/)
+    await run(process.execPath, [BIN, 'machines', 'import', conf, '--data', data, '--force'])
+    const missing = await run(process.execPath, [BIN, 'machines', 'import', path.join(data, 'nope'), '--data', data, '--force']).then(() => null, (e: { code: number; stderr: string }) => e)
+    expect(missing?.code).toBe(1)
+    expect(missing?.stderr).toMatch(/cannot import/)
+  })
+
+  it('runs the guest agent, which answers as a Cuckoo 2 agent and stops on SIGTERM', async () => {
+    const port = await freePort()
+    const agent = spawn(process.execPath, [BIN, 'agent', '-H', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] })
+    await new Promise<void>((resolve, reject) => {
+      let err = ''
+      agent.stderr!.on('data', (d: Buffer) => {
+        err += d.toString()
+        if (err.includes('listening on')) resolve()
+      })
+      agent.on('exit', (code) => reject(new Error(`agent exited with ${code}: ${err}`)))
+    })
+    const body = await (await fetch(`http://127.0.0.1:${port}/`)).json() as { version: string; features: string[] }
+    expect(body.version).toBe('0.10')
+    expect(body.features).toContain('execpy')
+    const exited = new Promise<number | null>((r) => agent.once('exit', (code) => r(code)))
+    agent.kill('SIGTERM')
+    expect(await exited).toBe(0)
   })
 })
