@@ -10,9 +10,12 @@
 #   libvirt-*, qemu-*, dnsmasq-base  the kvm driver: libvirtd (its test hypervisor and a real QEMU
 #                  guest under TCG), virsh, and the headers @unraid/libvirt compiles against
 #   busybox-static cpio  build the small Linux test guest's initramfs
+#   tshark         the oracle the pcap-processing tests compare every decoded field with
+#   yara           YARA rules over samples, dropped files and memory dumps (or YARA-X, see docs)
 set -euo pipefail
 PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
-  libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio)
+  libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
+  tshark yara)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
