@@ -12,7 +12,7 @@
 // fixture's tests, 14-15 capture tests, 19 bench/capture.
 import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { createSocket, type Socket as UdpSocket } from 'node:dgram'
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -127,8 +127,14 @@ export async function createNetnsGuest(o: NetnsGuestOptions): Promise<NetnsGuest
     // ip netns exec already gives the command its own mount namespace; unshare -m with private
     // propagation makes sure the /tmp bind can never leak to the host. The shell only mounts and
     // execs: the command and the folder are positional arguments, never part of the script text.
+    // Folders under /tmp that must stay visible (the project itself when it is checked out under
+    // /tmp, as a CI clone may be) are bound into the private /tmp at the same place first.
+    const keep = visibleUnderTmp(opts.cwd ?? process.cwd())
+    for (const rel of keep) mkdirSync(path.join(tmpDir, rel), { recursive: true })
+    const script = 'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "/tmp/$1" "$0/$1" || exit 1; shift; n=$((n-1)); done; ' +
+      'mount --rbind "$0" /tmp && exec "$@"'
     const argv = ['netns', 'exec', ns, 'unshare', '-m', '--propagation', 'private',
-      'sh', '-c', 'mount --bind "$0" /tmp && exec "$@"', tmpDir, ...cmd]
+      'sh', '-c', script, tmpDir, String(keep.length), ...keep, ...cmd]
     const child = spawn('ip', argv, {
       detached: true,
       env: opts.env ?? process.env,
@@ -162,6 +168,13 @@ export async function createNetnsGuest(o: NetnsGuestOptions): Promise<NetnsGuest
   }
 
   return { ns, hostIf, hostIp, guestIp, internetIp, tmpDir, dns, http: httpLog, exec, startAgent, close }
+}
+
+/** The project folder (and anything else the guest must see) relative to /tmp, if it is under /tmp. */
+function visibleUnderTmp(dir: string): string[] {
+  const tmp = realpathSync('/tmp')
+  const rel = path.relative(tmp, realpathSync(dir))
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? [rel] : []
 }
 
 async function ip(...args: string[]): Promise<void> {
