@@ -1,0 +1,30 @@
+// The rule set: every rule of this folder, in the order they run. Adding a rule is adding a file
+// next to this one and a line here.
+import type { SignatureRule } from '../signature'
+import { contactsBareIp } from './contacts-bare-ip'
+import { deletesSelf } from './deletes-self'
+import { dropsExecutable } from './drops-executable'
+import { packedSection } from './packed-section'
+import { persistenceAutorun } from './persistence-autorun'
+import { processInjection } from './process-injection'
+import { resolvesManyDomains } from './resolves-many-domains'
+import { runsFromTemp } from './runs-from-temp'
+import { startsShell } from './starts-shell'
+import { suspiciousHttp } from './suspicious-http'
+import { vmDetectionStrings } from './vm-detection-strings'
+import { yaraMatch } from './yara-match'
+
+export const RULES: readonly SignatureRule[] = [
+  dropsExecutable,
+  startsShell,
+  contactsBareIp,
+  resolvesManyDomains,
+  deletesSelf,
+  yaraMatch,
+  suspiciousHttp,
+  persistenceAutorun,
+  packedSection,
+  runsFromTemp,
+  vmDetectionStrings,
+  processInjection
+]

@@ -1,0 +1,66 @@
+// The shape of a signature rule and of what it reports, as Cuckoo 2's report.json carries them
+// (`signatures[]`: name, description, severity, families, references, ttp, marks, markcount) — so
+// existing Cuckoo report consumers read Aviary's signatures unchanged. A rule is a plain object in
+// its own file under rules/; it reads the assembled report (never the analysis folder) and calls
+// `mark` for every piece of evidence. A rule that marked nothing did not fire.
+
+/** Cuckoo's severities: 1 informational, 2 warning (suspicious), 3 danger (malicious). */
+export type Severity = 1 | 2 | 3
+
+/** An indicator: a value of a category (file, domain, ip, url, cmdline, registry, yara, …). */
+export interface IocMark {
+  type: 'ioc'
+  category: string
+  ioc: string
+  description: string | null
+}
+
+/** An API call of a monitored process (Cuckoo monitor logs): `call` is the behavior.processes[].calls[] entry. */
+export interface CallMark {
+  type: 'call'
+  pid: number
+  cid: number
+  call: Record<string, unknown>
+}
+
+/** Anything else worth pointing at, as free keys (Cuckoo's `mark(**kwargs)`). */
+export interface GenericMark {
+  type: 'generic'
+  [key: string]: unknown
+}
+
+export type Mark = IocMark | CallMark | GenericMark
+
+/** One fired signature in report.json's `signatures[]`. */
+export interface Signature {
+  name: string
+  description: string
+  severity: Severity
+  families: string[]
+  references: string[]
+  ttp: Record<string, string>
+  /** The first MAX_MARKS marks (Cuckoo keeps 50); `markcount` is how many there were in all. */
+  marks: Mark[]
+  markcount: number
+}
+
+/** What a rule calls for each piece of evidence. */
+export interface Marker {
+  ioc(category: string, ioc: string, description?: string): void
+  call(pid: number, cid: number, call: Record<string, unknown>): void
+  generic(fields: Record<string, unknown>): void
+}
+
+/** A rule: metadata plus `run`, which inspects the report and marks what it found. */
+export interface SignatureRule {
+  name: string
+  description: string
+  severity: Severity
+  /** Cuckoo's signature categories (e.g. "network", "persistence", "dropper"); for the reader. */
+  categories: string[]
+  families?: string[]
+  references?: string[]
+  /** MITRE ATT&CK technique id → name, as Cuckoo's `ttp`. */
+  ttp?: Record<string, string>
+  run(report: Record<string, unknown>, mark: Marker): void
+}

@@ -1,0 +1,188 @@
+// Every rule fires on a report that shows its behaviour and stays silent on a clean one that
+// resembles it; the engine keeps Cuckoo's signature shape, caps marks and scores as documented.
+import { describe, expect, it } from 'vitest'
+import { runSignatures, scoreOf, MAX_MARKS } from './engine'
+import { RULES } from './rules/index'
+import type { SignatureRule } from './signature'
+
+type Report = Record<string, unknown>
+
+/** A benign run: one process, a DNS lookup answered, an HTTPS flow to the answer, a .txt written. */
+function clean(): Report {
+  return {
+    info: { id: 1, platform: 'linux' },
+    target: { category: 'file', file: { name: 'invoice.sh', type: 'Bourne-Again shell script', yara: [] } },
+    static: { pe_sections: [{ name: '.text', entropy: 6.1, size_of_data: '0x0000a000' }, { name: '.tiny', entropy: 7.9, size_of_data: '0x00000200' }] },
+    strings: ['hello world', 'GetProcAddress'],
+    behavior: {
+      // The package started the script with the shell: that shell is not the sample starting one.
+      processes: [{ pid: 100, ppid: 1, process_name: 'sh', process_path: '/bin/sh', command_line: '/bin/sh /tmp/invoice.sh', calls: [] }],
+      processtree: [],
+      summary: { file_created: ['/home/user/notes.txt'], file_deleted: ['/home/user/old.txt'], command_line: ['/bin/sh /tmp/invoice.sh'], connects_ip: ['93.184.216.34', '8.8.8.8'] }
+    },
+    network: {
+      hosts: ['93.184.216.34'],
+      domains: [{ domain: 'example.com', ip: '93.184.216.34' }],
+      dns: [{ request: 'example.com', type: 'A', answers: [{ type: 'A', data: '93.184.216.34' }] }],
+      http: [{ host: 'example.com', uri: '/', method: 'GET', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0' }],
+      tcp: [{ src: '10.0.0.2', sport: 40000, dst: '93.184.216.34', dport: 443 }],
+      udp: [{ src: '10.0.0.2', sport: 5000, dst: '8.8.8.8', dport: 53 }]
+    },
+    dropped: [{ name: 'notes.txt', path: '/data/files/ab_notes.txt', filepath: '/home/user/notes.txt', type: 'ASCII text', yara: [] }],
+    procmemory: []
+  }
+}
+
+function fired(report: Report, name: string): ReturnType<typeof runSignatures>['signatures'][number] | undefined {
+  return runSignatures(report).signatures.find((s) => s.name === name)
+}
+
+/** For each rule: a change of the clean report that must fire it. */
+const FIRES: Record<string, (r: Report & { behavior: Report; network: Report }) => void> = {
+  drops_executable: (r) => { (r.dropped as Report[]).push({ name: 'x', filepath: 'C:\\Users\\a\\x.bin', type: 'PE32 executable (GUI) Intel 80386, for MS Windows' }) },
+  starts_shell: (r) => { (r.behavior.processes as Report[]).push({ pid: 101, ppid: 100, process_name: 'sh', process_path: '/bin/sh', command_line: 'sh -c "curl x | sh"' }) },
+  contacts_bare_ip: (r) => { (r.network.tcp as Report[]).push({ src: '10.0.0.2', sport: 40001, dst: '45.33.32.156', dport: 4444 }) },
+  resolves_many_domains: (r) => {
+    for (let i = 0; i < 11; i++) (r.network.dns as Report[]).push({ request: `x${i}.dga.example`, type: 'A', answers: [] })
+  },
+  deletes_self: (r) => { ((r.behavior.summary as Report).file_deleted as string[]).push('/tmp/invoice.sh') },
+  yara_match: (r) => { ((r.dropped as Report[])[0] as Report).yara = [{ name: 'Mirai_Botnet', meta: { author: 'x' }, strings: [], offsets: {} }] },
+  suspicious_http: (r) => { (r.network.http as Report[]).push({ host: 'example.com', uri: '/a', method: 'GET', 'user-agent': 'python-requests/2.31' }) },
+  persistence_autorun: (r) => { ((r.behavior.summary as Report).file_created as string[]).push('/var/spool/cron/crontabs/root') },
+  packed_section: (r) => { ((r.static as Report).pe_sections as Report[]).push({ name: 'UPX1', entropy: 7.91, size_of_data: '0x00010000' }) },
+  runs_from_temp: (r) => { (r.behavior.processes as Report[]).push({ pid: 102, ppid: 100, process_name: 'kworkerd', process_path: '/tmp/.x/kworkerd', command_line: '/tmp/.x/kworkerd' }) },
+  process_injection: (r) => {
+    ;(r.behavior.processes as Report[]).push({ pid: 300, ppid: 100, process_name: 'a.exe', process_path: '/tmp/invoice.sh', calls: [
+      { api: 'NtOpenProcess', arguments: { process_identifier: 400 } },
+      { api: 'NtWriteVirtualMemory', arguments: { process_handle: '0x000000a4', base_address: '0x00400000' } },
+      { api: 'NtCreateThreadEx', arguments: { process_handle: '0x000000a4' } }] })
+  },
+  vm_detection_strings: (r) => { (r.strings as string[]).push('SELECT * FROM Win32_Service WHERE Name="VBoxService"') }
+}
+
+describe('signature rules', () => {
+  it('the clean report fires nothing and scores 0', () => {
+    expect(runSignatures(clean())).toEqual({ signatures: [], score: 0 })
+  })
+
+  it('every rule of the rule set has a firing case here', () => {
+    expect(RULES.map((r) => r.name).sort()).toEqual(Object.keys(FIRES).sort())
+  })
+
+  for (const [name, change] of Object.entries(FIRES)) {
+    it(`${name} fires on a report that shows it, and only it fires`, () => {
+      const r = clean() as Report & { behavior: Report; network: Report }
+      change(r)
+      const res = runSignatures(r)
+      expect(res.signatures.map((s) => s.name)).toEqual([name])
+      const sig = res.signatures[0]!
+      expect(sig.markcount).toBeGreaterThan(0)
+      expect(sig.marks.length).toBe(sig.markcount)
+      expect(Object.keys(sig).sort()).toEqual(['description', 'families', 'markcount', 'marks', 'name', 'references', 'severity', 'ttp'])
+      expect(res.score).toBe(sig.severity / 5)
+    })
+  }
+})
+
+describe('rule details', () => {
+  it('starts_shell sees Windows shells by name and by command line, not the package\'s launcher', () => {
+    const r = clean() as Report & { behavior: Report }
+    ;(r.behavior.summary as Report).command_line = ['cmd.exe /c "C:\\Users\\a\\AppData\\Local\\Temp\\invoice.sh"','"C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe" -enc AAAA']
+    expect(fired(r, 'starts_shell')?.marks).toEqual([{ type: 'ioc', category: 'cmdline', ioc: '"C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe" -enc AAAA', description: null }])
+  })
+
+  it('contacts_bare_ip ignores resolved, private and DNS-server addresses, and marks raw-IP HTTP hosts', () => {
+    const r = clean() as Report & { network: Report }
+    ;(r.network.tcp as Report[]).push({ dst: '192.168.1.5', dport: 445 }, { dst: '100.64.0.1', dport: 80 }, { dst: '93.184.216.34', dport: 80 })
+    expect(fired(r, 'contacts_bare_ip')).toBeUndefined()
+    ;(r.network.http as Report[]).push({ host: '203.0.114.9:8080', uri: '/gate.php', method: 'POST', 'user-agent': 'Mozilla/5.0 (Windows NT 10.0)' })
+    const sig = fired(r, 'contacts_bare_ip')
+    expect(sig?.marks).toEqual([{ type: 'ioc', category: 'ip', ioc: '203.0.114.9', description: 'http host' }])
+  })
+
+  it('resolves_many_domains needs more than 10 distinct names (case and trailing dot folded)', () => {
+    const r = clean() as Report & { network: Report }
+    const dns = r.network.dns as Report[]
+    for (let i = 0; i < 9; i++) dns.push({ request: `d${i}.example`, answers: [] })
+    dns.push({ request: 'D0.EXAMPLE.', answers: [] })
+    expect(fired(r, 'resolves_many_domains')).toBeUndefined() // 10 names
+    dns.push({ request: 'd9.example', answers: [] })
+    expect(fired(r, 'resolves_many_domains')?.markcount).toBe(11)
+  })
+
+  it('suspicious_http: browser agents pass; empty, missing, bare Mozilla and tool agents fire', () => {
+    for (const ua of ['', 'Mozilla/4.0', 'curl/8.5.0', 'Wget/1.21', 'Go-http-client/1.1', null]) {
+      const r = clean() as Report & { network: Report }
+      r.network.http = [{ host: 'example.com', uri: '/', method: 'GET', ...(ua === null ? {} : { 'user-agent': ua }) }]
+      expect(fired(r, 'suspicious_http'), String(ua)).toBeDefined()
+    }
+    const ok = clean() as Report & { network: Report }
+    ;(ok.network.http as Report[]).push({ host: 'example.com', uri: '/', 'user-agent': 'Mozilla/4.0 (compatible; MSIE 8.0; Windows NT 6.1)' })
+    expect(fired(ok, 'suspicious_http')).toBeUndefined()
+  })
+
+  it('persistence_autorun: Run key, Startup folder, schtasks, systemctl enable, .bashrc', () => {
+    const r = clean() as Report & { behavior: Report }
+    const s = r.behavior.summary as Report
+    s.regkey_written = ['HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\updater', 'HKEY_CURRENT_USER\\Software\\Classes\\x']
+    ;(s.file_created as string[]).push('C:\\Users\\a\\AppData\\Roaming\\Microsoft\\Windows\\Start Menu\\Programs\\Startup\\u.lnk', '/home/user/.bashrc')
+    s.command_line = ['schtasks /Create /SC ONLOGON /TN u /TR c:\\u.exe', 'systemctl --user enable evil.service', 'crontab -l']
+    const sig = fired(r, 'persistence_autorun')
+    expect(sig?.marks.map((m) => (m as { ioc: string }).ioc)).toEqual([
+      'HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\updater',
+      'C:\\Users\\a\\AppData\\Roaming\\Microsoft\\Windows\\Start Menu\\Programs\\Startup\\u.lnk',
+      '/home/user/.bashrc',
+      'schtasks /Create /SC ONLOGON /TN u /TR c:\\u.exe',
+      'systemctl --user enable evil.service'
+    ])
+  })
+
+  it('process_injection marks the write and the remote run as calls; writes into itself do not count', () => {
+    const r = clean() as Report & { behavior: Report }
+    const self = { api: 'NtWriteVirtualMemory', arguments: { process_handle: '0xffffffff' } }
+    const run = { api: 'NtCreateThreadEx', arguments: {} }
+    ;(r.behavior.processes as Report[])[0]!.calls = [self, run]
+    expect(fired(r, 'process_injection')).toBeUndefined()
+    const write = { api: 'WriteProcessMemory', arguments: { process_handle: '0x1c4' } }
+    const apc = { api: 'QueueUserAPC', arguments: {} }
+    ;(r.behavior.processes as Report[])[0]!.calls = [self, write, { api: 'Sleep' }, apc]
+    expect(fired(r, 'process_injection')?.marks).toEqual([
+      { type: 'call', pid: 100, cid: 1, call: write },
+      { type: 'call', pid: 100, cid: 3, call: apc }
+    ])
+  })
+
+  it('yara_match marks the sample, dropped files and memory dumps', () => {
+    const r = clean()
+    ;((r.target as Report).file as Report).yara = [{ name: 'A', meta: {} }]
+    r.procmemory = [{ file: '/m/1-1.dmp', pid: 1, yara: [{ name: 'B', meta: { severity: 3 } }] }]
+    expect(fired(r, 'yara_match')?.marks).toEqual([
+      { type: 'generic', rule: 'A', where: 'target', file: 'invoice.sh', meta: {} },
+      { type: 'generic', rule: 'B', where: 'procmemory', file: '/m/1-1.dmp', meta: { severity: 3 } }
+    ])
+  })
+})
+
+describe('engine', () => {
+  it('keeps the first 50 marks and counts all, sorts by severity, scores sum/5 capped at 10', () => {
+    const many: SignatureRule = { name: 'many', description: 'd', severity: 1, categories: [], run: (_r, m) => { for (let i = 0; i < 120; i++) m.ioc('n', String(i)) } }
+    const danger: SignatureRule = { name: 'danger', description: 'd', severity: 3, categories: [], run: (_r, m) => m.call(4, 7, { api: 'NtWriteVirtualMemory' }) }
+    const silent: SignatureRule = { name: 'silent', description: 'd', severity: 3, categories: [], run: () => undefined }
+    const res = runSignatures({}, { rules: [many, danger, silent] })
+    expect(res.signatures.map((s) => s.name)).toEqual(['danger', 'many'])
+    expect(res.signatures[1]!.marks).toHaveLength(MAX_MARKS)
+    expect(res.signatures[1]!.markcount).toBe(120)
+    expect(res.signatures[0]!.marks[0]).toEqual({ type: 'call', pid: 4, cid: 7, call: { api: 'NtWriteVirtualMemory' } })
+    expect(res.score).toBe(0.8)
+    expect(scoreOf(Array.from({ length: 40 }, () => ({ severity: 3 as const })))).toBe(10)
+  })
+
+  it('a throwing rule is logged and skipped; hostile shapes do not throw', () => {
+    const bad: SignatureRule = { name: 'bad', description: 'd', severity: 3, categories: [], run: () => { throw new Error('boom') } }
+    const logs: string[] = []
+    expect(runSignatures({}, { rules: [bad], log: (m) => logs.push(m) }).signatures).toEqual([])
+    expect(logs).toEqual(['signature bad failed: boom'])
+    const hostile = { behavior: { processes: 'x', summary: { file_deleted: [1, null, {}] } }, network: { dns: [null, 5, { answers: 'no' }], http: [{ host: 7 }] }, dropped: {}, target: null, strings: [3] }
+    expect(() => runSignatures(hostile)).not.toThrow()
+  })
+})
