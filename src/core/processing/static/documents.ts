@@ -1,0 +1,210 @@
+// Cheap facts about documents, the ones that make a document worth a closer look: for a PDF the
+// pdfid-style counts of objects, streams, JavaScript, automatic actions, launch actions and
+// embedded files (names are read with their #xx escapes undone, and Flate object streams are
+// inflated so that objects hidden in them are counted too); for Office files whether they carry
+// VBA macros (vbaProject.bin in an OOXML zip, a _VBA_PROJECT / VBA storage in an OLE compound file)
+// and the external targets of OOXML relationships (remote templates). Cuckoo 2 ran peepdf and
+// oletools here; there are no maintained JavaScript equivalents for untrusted input, and counts of
+// tokens and a walk of the OLE directory need no more than what is written below.
+import { inflateSync } from 'node:zlib'
+import { listZip, type ZipEntryText } from './archives.js'
+
+const PDF_MAX_BYTES = 64 * 1024 * 1024
+const INFLATE_MAX = 16 * 1024 * 1024
+const MAX_URLS = 256
+const MAX_STREAMS_EXAMINED = 4096
+
+export interface PdfFacts {
+  version: string | null
+  objects: number
+  streams: number
+  object_streams: number
+  javascript: number
+  openaction: number
+  aa: number
+  launch: number
+  embedded_files: number
+  uri: number
+  acroform: number
+  xfa: number
+  encrypt: number
+  urls: string[]
+  error?: string
+}
+
+/** Undoes #xx escapes in a PDF name (/J#61vaScript is /JavaScript). */
+function pdfName (raw: string): string {
+  return raw.replace(/#([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)))
+}
+
+const COUNTED: Record<string, keyof PdfFacts> = {
+  '/JS': 'javascript', '/JavaScript': 'javascript', '/OpenAction': 'openaction', '/AA': 'aa', '/Launch': 'launch',
+  '/EmbeddedFile': 'embedded_files', '/EmbeddedFiles': 'embedded_files', '/URI': 'uri', '/AcroForm': 'acroform',
+  '/XFA': 'xfa', '/Encrypt': 'encrypt', '/ObjStm': 'object_streams'
+}
+
+const isWordChar = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95
+
+/** Counts `n g obj` headers: each "obj" keyword (not "endobj") preceded by two numbers. */
+function countObjects (text: string): number {
+  let n = 0
+  for (let p = text.indexOf('obj'); p >= 0; p = text.indexOf('obj', p + 3)) {
+    if (isWordChar(text.charCodeAt(p + 3)) || isWordChar(text.charCodeAt(p - 1))) continue
+    if (/\d{1,10}\s{1,8}\d{1,5}\s{1,8}$/.test(text.slice(Math.max(0, p - 32), p))) n++
+  }
+  return n
+}
+
+/** Counts `stream` keywords that start stream data (followed by an end of line). */
+function countStreams (text: string): number {
+  let n = 0
+  for (let p = text.indexOf('stream'); p >= 0; p = text.indexOf('stream', p + 6)) {
+    const next = text.charCodeAt(p + 6)
+    if (!isWordChar(text.charCodeAt(p - 1)) && (next === 10 || (next === 13 && text.charCodeAt(p + 7) === 10))) n++
+  }
+  return n
+}
+
+// Scans are index loops and bounded expressions: a hostile PDF of 64 MiB made of one repeated
+// token costs a linear pass, not a backtracking one.
+function scanPdfText (text: string, facts: PdfFacts, urls: Set<string>): void {
+  facts.objects += countObjects(text)
+  facts.streams += countStreams(text)
+  for (const m of text.matchAll(/\/[^\s/<>[\]()%{}]+/g)) {
+    const key = COUNTED[m[0].includes('#') ? pdfName(m[0]) : m[0]]
+    if (key !== undefined) (facts[key] as number)++
+  }
+  for (const m of text.matchAll(/\/URI\s{0,16}\(([^)]{1,2048})\)/g)) {
+    if (urls.size < MAX_URLS && m[1] !== undefined) urls.add(m[1])
+  }
+}
+
+/** `static.pdf` of a PDF's bytes (the first 64 MiB). */
+export function analyzePdf (buf: Buffer): PdfFacts {
+  const data = buf.subarray(0, PDF_MAX_BYTES)
+  const text = data.toString('latin1')
+  const version = /%PDF-(\d\.\d)/.exec(text.slice(0, 1024))?.[1] ?? null
+  const facts: PdfFacts = {
+    version, objects: 0, streams: 0, object_streams: 0, javascript: 0, openaction: 0, aa: 0, launch: 0,
+    embedded_files: 0, uri: 0, acroform: 0, xfa: 0, encrypt: 0, urls: []
+  }
+  const urls = new Set<string>()
+  scanPdfText(text, facts, urls)
+  // Objects inside compressed object streams (PDF 1.5+) are invisible to a byte scan: inflate each
+  // Flate-encoded /ObjStm and scan its content as well.
+  const errors: string[] = []
+  let examined = 0
+  let inflated = 0
+  if (text.includes('Obj')) {
+    for (const m of text.matchAll(/\bstream\r?\n/g)) {
+      if (++examined > MAX_STREAMS_EXAMINED || inflated > INFLATE_MAX) break
+      // The stream's dictionary: what precedes the keyword since the object's "obj".
+      const at = m.index ?? 0
+      const window = text.slice(Math.max(0, at - 2048), at)
+      const dict = pdfName(window.slice(window.lastIndexOf('obj') + 1))
+      if (!dict.includes('/ObjStm') || !dict.includes('/FlateDecode')) continue
+      const start = at + m[0].length
+      const end = text.indexOf('endstream', start)
+      if (end < 0) break // no stream after this one can end either
+      try {
+        const out = inflateSync(data.subarray(start, end), { maxOutputLength: INFLATE_MAX })
+        inflated += out.length
+        const before = facts.objects
+        scanPdfText(out.toString('latin1'), facts, urls)
+        // Objects of an object stream are listed by number pairs, not "n g obj": count /N.
+        const n = /\/N\s{0,8}(\d{1,7})/.exec(dict)
+        facts.objects = before + (n?.[1] !== undefined ? Number(n[1]) : 0)
+      } catch (err) {
+        if (errors.length < 8) errors.push(`object stream at ${start}: ${(err as Error).message}`)
+      }
+    }
+  }
+  facts.urls = [...urls]
+  if (errors.length > 0) facts.error = errors.join('; ')
+  return facts
+}
+
+export interface OfficeFacts {
+  format: 'ooxml' | 'ole'
+  macros: boolean
+  /** Where the VBA project is: zip entry names, or the OLE storages/streams that hold it. */
+  vba: string[]
+  /** OOXML relationships with TargetMode="External" (remote templates, OLE links). */
+  external_targets: string[]
+  error?: string
+}
+
+/** `static.office` of an OOXML (zip) document, or null when the zip is not an Office document. */
+export async function analyzeOoxml (file: string): Promise<OfficeFacts | null> {
+  const texts: ZipEntryText[] = []
+  const listing = await listZip(file, { readText: (name) => /\.rels$/i.test(name), texts })
+  const names = listing.entries.map((e) => e.name)
+  if (!names.includes('[Content_Types].xml')) return null
+  const vba = names.filter((n) => /(^|\/)vbaProject\.bin$/i.test(n))
+  const external: string[] = []
+  for (const t of texts) {
+    for (const m of t.text.matchAll(/<Relationship\b[^>]*>/g)) {
+      if (!/TargetMode\s*=\s*"External"/i.test(m[0])) continue
+      const target = /Target\s*=\s*"([^"]*)"/.exec(m[0])?.[1]
+      if (target !== undefined && external.length < MAX_URLS) external.push(target)
+    }
+  }
+  const facts: OfficeFacts = { format: 'ooxml', macros: vba.length > 0, vba, external_targets: external }
+  if (listing.error !== undefined) facts.error = listing.error
+  return facts
+}
+
+const OLE_MAGIC = Buffer.from('d0cf11e0a1b11ae1', 'hex')
+const ENDOFCHAIN = 0xfffffffe
+
+/** Names in the directory of an OLE compound file (MS-CFB), following the FAT chain. */
+export function oleDirectoryNames (buf: Buffer): string[] {
+  if (buf.length < 512 || !buf.subarray(0, 8).equals(OLE_MAGIC)) throw new Error('not an OLE compound file')
+  const sectorSize = 1 << buf.readUInt16LE(30)
+  if (sectorSize !== 512 && sectorSize !== 4096) throw new Error(`bad sector size ${sectorSize}`)
+  const sector = (n: number): number => (n + 1) * sectorSize
+  // The FAT sectors: 109 in the header, more through the DIFAT chain.
+  const fatSectors: number[] = []
+  for (let i = 0; i < 109; i++) fatSectors.push(buf.readUInt32LE(76 + i * 4))
+  let difat = buf.readUInt32LE(68)
+  for (let guard = 0; difat < ENDOFCHAIN && guard < 1024; guard++) {
+    const o = sector(difat)
+    if (o + sectorSize > buf.length) break
+    for (let i = 0; i < sectorSize / 4 - 1; i++) fatSectors.push(buf.readUInt32LE(o + i * 4))
+    difat = buf.readUInt32LE(o + sectorSize - 4)
+  }
+  const next = (n: number): number => {
+    const perSector = sectorSize / 4
+    const fs = fatSectors[Math.floor(n / perSector)]
+    if (fs === undefined || fs >= ENDOFCHAIN) return ENDOFCHAIN
+    const o = sector(fs) + (n % perSector) * 4
+    return o + 4 <= buf.length ? buf.readUInt32LE(o) : ENDOFCHAIN
+  }
+  const names: string[] = []
+  const seen = new Set<number>()
+  for (let s = buf.readUInt32LE(48); s < ENDOFCHAIN && !seen.has(s) && names.length < 65536; s = next(s)) {
+    seen.add(s)
+    const o = sector(s)
+    if (o + sectorSize > buf.length) break
+    for (let e = o; e < o + sectorSize; e += 128) {
+      const len = Math.min(buf.readUInt16LE(e + 64), 64)
+      const type = buf[e + 66]
+      if (type === 0 || len < 2) continue
+      names.push(buf.subarray(e, e + len - 2).toString('utf16le'))
+    }
+  }
+  return names
+}
+
+/** `static.office` of an OLE compound file (doc, xls, ppt, msg). */
+export function analyzeOle (buf: Buffer): OfficeFacts {
+  try {
+    const names = oleDirectoryNames(buf)
+    const vba = [...new Set(names.filter((n) => n === '_VBA_PROJECT' || n === 'VBA' || n === 'Macros' || n === '_VBA_PROJECT_CUR'))]
+    return { format: 'ole', macros: vba.length > 0, vba, external_targets: [] }
+  } catch (err) {
+    // A damaged directory: fall back to looking for the VBA project stream's name anywhere.
+    const found = buf.includes(Buffer.from('_VBA_PROJECT', 'utf16le'))
+    return { format: 'ole', macros: found, vba: found ? ['_VBA_PROJECT'] : [], external_targets: [], error: (err as Error).message }
+  }
+}
