@@ -21,6 +21,8 @@ import { ResultServer } from './resultserver/result-server'
 import { AnalysisRunner } from './scheduler/analysis-runner'
 import { Scheduler } from './scheduler/scheduler'
 import { recoverAfterRestart } from './scheduler/recovery'
+import { Processor } from './processing/processor'
+import type { FileTypeDetector } from './hashing/magic'
 
 export interface EngineLog {
   info(msg: string): void
@@ -43,9 +45,13 @@ export interface EngineOptions {
   analyzerDir?: string | undefined
   /** How often machines.json is checked for changes (ms). */
   configPollMs?: number
+  /** file(1) for processing (the service's detector). */
+  detectType: FileTypeDetector
+  aviaryVersion: string
 }
 
 interface Running {
+  processor: Processor
   scheduler: Scheduler
   runner: AnalysisRunner
   resultServer: ResultServer
@@ -94,7 +100,14 @@ export class Engine {
       launch: (taskId, machine) => runner.launch(taskId, machine),
       log: o.log
     })
-    this.running = { scheduler, runner, resultServer }
+    // Finished analyses become reports; the user's YARA rules live in <data>/yara.
+    const yaraDir = path.join(o.layout.root, 'yara')
+    const processor = new Processor({
+      layout: o.layout, queue, tasks: o.tasks, samples: o.samples, timeline: o.timeline, bus: o.bus,
+      detectType: o.detectType, aviaryVersion: o.aviaryVersion, log: o.log,
+      yaraRules: () => (existsSync(yaraDir) ? yaraDir : null)
+    })
+    this.running = { processor, scheduler, runner, resultServer }
     // Machines a crashed run left on are powered off before anything uses them again.
     for (const m of recovered.wereLocked) {
       const driver = this.drivers.get(m.driver as Parameters<DriverSet['get']>[0])
@@ -103,6 +116,15 @@ export class Engine {
     }
     watchFile(o.layout.machinesConfig, { interval: o.configPollMs ?? 1000 }, this.onConfigChange)
     scheduler.start()
+    processor.start()
+  }
+
+  /**
+   * Looks for completed tasks to process now. Changes made through this service wake the
+   * processor by themselves; this is for tasks another process (or a test) marked completed.
+   */
+  processPending(): void {
+    this.running?.processor.kick()
   }
 
   /** Reads machines.json again; a bad file is reported and the previous fleet kept. */
@@ -135,6 +157,7 @@ export class Engine {
     unwatchFile(this.o.layout.machinesConfig, this.onConfigChange)
     r.scheduler.stop()
     await r.runner.stop()
+    await r.processor.stop()
     await r.resultServer.stop()
     await Promise.all([this.drivers, ...this.retired.splice(0)].map((d) => d?.close()))
     this.drivers = null

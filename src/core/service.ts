@@ -103,7 +103,8 @@ export class AviaryService {
       const bus = new EventBus(db, machines)
       const samples = new SamplesRepository(db)
       const tasks = new TasksRepository(db, this.opts.taskCacheBytes ?? defaultTaskCacheBytes())
-      const store = new SampleStore(layout, samples, pool, createFileTypeDetector())
+      const detectType = createFileTypeDetector()
+      const store = new SampleStore(layout, samples, pool, detectType)
       const maxUploadBytes = this.opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD
       const app = await buildApp(
         {
@@ -132,7 +133,7 @@ export class AviaryService {
       )
       if (this.opts.engine ?? true) {
         engine = new Engine({
-          db, layout, tasks, machines, samples, timeline, bus,
+          db, layout, tasks, machines, samples, timeline, bus, detectType, aviaryVersion: VERSION,
           log: { info: (m) => app.log.info(m), warn: (m) => app.log.warn(m), error: (m) => app.log.error(m) },
           maxMachines: this.opts.maxMachines,
           analyzerDir: this.opts.analyzerDir,

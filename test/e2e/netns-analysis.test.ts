@@ -41,7 +41,7 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
       }
     })
     taskId = await submitFile(h, 'fetcher.sh', SAMPLE, { timeout: '30' })
-    await waitForTask(h, taskId, ['completed', 'failed_analysis'], 90_000)
+    await waitForTask(h, taskId, ['reported', 'failed_analysis', 'failed_processing'], 90_000)
   }, 150_000)
 
   afterAll(async () => {
@@ -52,10 +52,10 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
   it('completes, with every stage of the run on its timeline', async () => {
     const { body } = await h.json<{ task: { status: string; errors: string[]; guest: { name: string; manager: string } } }>(`/tasks/view/${taskId}`)
     expect(body.task.errors).toEqual([])
-    expect(body.task.status).toBe('completed')
+    expect(body.task.status).toBe('reported')
     expect(body.task.guest).toMatchObject({ name: 'netns1', manager: 'physical' })
     const s = await stages(h, taskId)
-    for (const stage of ['queued', 'machine_locked', 'reverting', 'started', 'agent_answered', 'analyzer_started', 'finished', 'machine_stopped', 'completed']) {
+    for (const stage of ['queued', 'machine_locked', 'reverting', 'started', 'agent_answered', 'analyzer_started', 'finished', 'machine_stopped', 'completed', 'processing', 'reported']) {
       expect(s).toContain(stage)
     }
   })
@@ -103,19 +103,35 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
     expect(listing).toMatch(/_dropped\.txt/)
   })
 
+  it('is processed into report.json and report.html, served by the API', async () => {
+    const { status, body } = await h.json<Record<string, Record<string, unknown>>>(`/tasks/report/${taskId}`)
+    expect(status).toBe(200)
+    expect(body.info).toMatchObject({ id: taskId, category: 'file' })
+    expect((body.target as { file: { name: string; sha256: string } }).file.name).toBe('fetcher.sh')
+    const network = body.network as { dns: { request: string }[]; http: { host: string; uri: string }[] }
+    expect(network.dns.map((d) => d.request)).toContain('evil.example.com')
+    expect(network.http.some((r) => r.host === 'evil.example.com' && r.uri.endsWith('/payload'))).toBe(true)
+    const procs = (body.behavior as { processes: { command_line: string }[] }).processes
+    expect(procs.some((p) => p.command_line.includes('fetcher.sh'))).toBe(true)
+    expect((body.dropped as unknown as { name: string }[]).some((d) => d.name === 'dropped.txt')).toBe(true)
+    const html = await h.get(`/tasks/report/${taskId}/html`)
+    expect(html.status).toBe(200)
+    expect(await html.text()).toMatch(/evil\.example\.com/)
+  })
+
   it('reschedule runs the task again on the guest', async () => {
     const r = await h.json<{ task_id: number }>(`/tasks/reschedule/${taskId}`)
     expect(r.status).toBe(200)
-    const status = await waitForTask(h, r.body.task_id, ['completed', 'failed_analysis'], 90_000)
-    expect(status).toBe('completed')
+    const status = await waitForTask(h, r.body.task_id, ['reported', 'failed_analysis', 'failed_processing'], 90_000)
+    expect(status).toBe('reported')
   }, 100_000)
 
   it('reboot puts the dropped files back and runs again', async () => {
     const r = await h.json<{ reboot_id: number }>(`/tasks/reboot/${taskId}`)
     expect(r.status).toBe(200)
     const id = r.body.reboot_id
-    const status = await waitForTask(h, id, ['completed', 'failed_analysis'], 90_000)
-    expect(status).toBe('completed')
+    const status = await waitForTask(h, id, ['reported', 'failed_analysis', 'failed_processing'], 90_000)
+    expect(status).toBe('reported')
     const log = readFileSync(path.join(h.dataDir, 'storage/analyses', String(id), 'analysis.log'), 'utf8')
     expect(log).toMatch(/putting back \/tmp\/dropped\.txt/)
   }, 100_000)

@@ -91,7 +91,7 @@ describe('recovery after kill -9', () => {
 
     s = await serve(dataDir)
     server = s.proc
-    expect(await waitForTask(s, id, ['completed', 'failed_analysis'], 90_000)).toBe('completed')
+    expect(await waitForTask(s, id, ['reported', 'failed_analysis', 'failed_processing'], 90_000)).toBe('reported')
     const timeline = await stages(s, id)
     expect(timeline.filter((x) => x === 'machine_locked')).toHaveLength(2)
     expect(timeline).toContain('recovered')

@@ -109,6 +109,13 @@ export class QueueRepository {
     ).all()
   }
 
+  /** The oldest task that finished its analysis and waits for processing (or a rereport). */
+  nextCompleted(): number | undefined {
+    return this.db.prepare<[], number>(
+      `SELECT id FROM tasks WHERE status = 'completed' ORDER BY completed_on, id LIMIT 1`
+    ).pluck().get()
+  }
+
   attempts(id: number): number {
     return this.db.prepare<[number], number>('SELECT attempts FROM tasks WHERE id = ?').pluck().get(id) ?? 0
   }

@@ -125,7 +125,7 @@ export type ServiceStatus = Static<typeof ServiceStatus>
 export const TIMELINE_STAGES = [
   'queued', 'unschedulable', 'machine_locked', 'reverting', 'started', 'agent_answered', 'analyzer_started',
   'sample_running', 'finished', 'timed_out', 'memory_dumped', 'machine_stopped', 'completed', 'failed',
-  'interrupted', 'recovered', 'error'
+  'interrupted', 'recovered', 'processing', 'reported', 'error'
 ] as const
 export type TimelineStage = (typeof TIMELINE_STAGES)[number]
 

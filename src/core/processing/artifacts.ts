@@ -1,0 +1,121 @@
+// The report keys that list what a run left in the analysis folder, as Cuckoo 2's processing
+// modules do: `dropped` (files/ and package_files/, with the guest path and pids from files.json),
+// `screenshots` (shots/NNNN.jpg, thumbnails left out), `procmemory` (memory/<pid>-<n>.dmp), the
+// full memory dump, and `debug` (analysis.log and the task's errors). Everything here was written
+// by the guest: names are only listed, never used to reach outside the folder.
+import { createReadStream } from 'node:fs'
+import { lstat, readdir } from 'node:fs/promises'
+import path from 'node:path'
+import { createInterface } from 'node:readline'
+import type { FileTypeDetector } from '../hashing/magic'
+import { fileInfo, type FileInfo } from './file-info'
+
+/** Cuckoo lists every dropped file; a hostile guest can drop millions. */
+export const MAX_DROPPED = 10_000
+export const MAX_LOG_LINES = 100_000
+
+export type DroppedFile = FileInfo & { filepath: string | null; pids: number[]; relpath: string }
+
+async function regularFiles(dir: string): Promise<string[]> {
+  const names = await readdir(dir).catch(() => [] as string[])
+  const out: string[] = []
+  for (const name of names.sort()) {
+    const st = await lstat(path.join(dir, name)).catch(() => null)
+    if (st?.isFile()) out.push(name)
+  }
+  return out
+}
+
+/** files.json: one `{"path","filepath","pids"}` line per FILE 2 upload (the result server writes it). */
+async function uploadsIndex(dir: string): Promise<Map<string, { filepath: string | null; pids: number[] }>> {
+  const index = new Map<string, { filepath: string | null; pids: number[] }>()
+  const stream = createReadStream(path.join(dir, 'files.json'), 'utf8')
+  try {
+    for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
+      let e: { path?: unknown; filepath?: unknown; pids?: unknown }
+      try {
+        e = JSON.parse(line) as typeof e
+      } catch {
+        continue
+      }
+      if (typeof e.path !== 'string') continue
+      const pids = Array.isArray(e.pids) ? e.pids.filter((p): p is number => Number.isInteger(p)) : []
+      index.set(e.path, { filepath: typeof e.filepath === 'string' ? e.filepath : null, pids })
+    }
+  } catch {
+    /* no files.json: no FILE 2 uploads */
+  }
+  return index
+}
+
+export async function droppedFiles(dir: string, detectType: FileTypeDetector, log: (m: string) => void): Promise<DroppedFile[]> {
+  const index = await uploadsIndex(dir)
+  const out: DroppedFile[] = []
+  for (const folder of ['files', 'package_files']) {
+    for (const name of await regularFiles(path.join(dir, folder))) {
+      if (out.length >= MAX_DROPPED) {
+        log(`more than ${MAX_DROPPED} dropped files: the rest are not in the report`)
+        return out
+      }
+      const relpath = `${folder}/${name}`
+      const meta = index.get(relpath)
+      const info = await fileInfo(path.join(dir, folder, name), name.replace(/^[0-9a-f]{16}_/, ''), detectType)
+      out.push({ ...info, relpath, filepath: meta?.filepath ?? null, pids: meta?.pids ?? [] })
+    }
+  }
+  return out
+}
+
+export async function screenshots(dir: string): Promise<{ path: string; ocr: string }[]> {
+  return (await regularFiles(path.join(dir, 'shots')))
+    .filter((n) => /^\d+\.(jpg|png)$/.test(n))
+    .map((n) => ({ path: path.join(dir, 'shots', n), ocr: '' }))
+}
+
+export interface ProcessMemory {
+  file: string
+  pid: number
+  num: number
+  size: number
+  yara: unknown[]
+  urls: string[]
+  regions: unknown[]
+}
+
+/** memory/<pid>-<n>.dmp process dumps, sorted by (pid, num) as Cuckoo does. */
+export async function processMemory(dir: string): Promise<ProcessMemory[]> {
+  const out: ProcessMemory[] = []
+  for (const name of await regularFiles(path.join(dir, 'memory'))) {
+    const m = /^(\d+)-(\d+)\.dmp$/.exec(name)
+    if (!m) continue
+    const file = path.join(dir, 'memory', name)
+    const st = await lstat(file)
+    out.push({ file, pid: Number(m[1]), num: Number(m[2]), size: st.size, yara: [], urls: [], regions: [] })
+  }
+  return out.sort((a, b) => a.pid - b.pid || a.num - b.num)
+}
+
+/** The machine's full memory dump (memory=1), if the run took one. */
+export async function fullMemoryDump(dir: string): Promise<{ path: string; size: number } | null> {
+  const file = path.join(dir, 'memory.dmp')
+  const st = await lstat(file).catch(() => null)
+  return st?.isFile() ? { path: file, size: st.size } : null
+}
+
+export async function debugInfo(dir: string, errors: string[]): Promise<{ log: string[]; cuckoo: string[]; action: string[]; dbgview: string[]; errors: string[] }> {
+  const log: string[] = []
+  try {
+    const input = createReadStream(path.join(dir, 'analysis.log'), 'utf8')
+    for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+      if (log.length >= MAX_LOG_LINES) {
+        log.push(`... (analysis.log has more than ${MAX_LOG_LINES} lines)`)
+        input.destroy()
+        break
+      }
+      log.push(line)
+    }
+  } catch {
+    /* no log */
+  }
+  return { log, cuckoo: [], action: [], dbgview: [], errors }
+}

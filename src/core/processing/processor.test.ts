@@ -1,0 +1,74 @@
+// The processor in a running service: a task that reaches `completed` is turned into its reports
+// and moves to `reported`; /tasks/rereport does it again; a folder whose reports cannot be
+// written fails the task's processing with the reason, and nothing the run collected is lost.
+// The analysis folders are made by the test (the engine's e2e tests cover real runs).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { startHarness, type Harness } from '../../../test/service-harness'
+import { submitFile, waitForTask, stages } from '../../../test/e2e/e2e-helpers'
+
+describe('processing finished analyses', () => {
+  let h: Harness
+
+  beforeAll(async () => {
+    h = await startHarness({ engine: true, machines: { machines: [] } })
+  })
+  afterAll(async () => h?.stop())
+
+  /** A task as a finished run leaves it: status completed, a folder with the run's files. */
+  async function finishedTask(name: string, files: Record<string, string>): Promise<{ id: number; dir: string }> {
+    const id = await submitFile(h, name, `#!/bin/sh\necho ${name}\n`)
+    const dir = h.analysisDir(id)
+    for (const [rel, content] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true })
+      writeFileSync(path.join(dir, rel), content)
+    }
+    h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", id)
+    // Written by another connection, as a finished run in another process would: wake the processor.
+    h.service.engine!.processPending()
+    return { id, dir }
+  }
+
+  it('turns a completed task into report.json and report.html, and moves it to reported', async () => {
+    const behavior = [
+      { type: 'analyzer', version: 1, package: 'sh', task: 1, time: Date.now() },
+      { type: 'process', pid: 10, ppid: 1, command_line: 'sh /tmp/a.sh', exe: '/bin/sh', first_seen: Date.now(), exited: Date.now() + 5 }
+    ].map((e) => JSON.stringify(e)).join('\n') + '\n'
+    const { id, dir } = await finishedTask('a.sh', {
+      'logs/behavior.jsonl': behavior,
+      'files/0123456789abcdef_note.txt': 'dropped\n',
+      'files.json': JSON.stringify({ path: 'files/0123456789abcdef_note.txt', filepath: '/tmp/note.txt', pids: [10] }) + '\n',
+      'analysis.log': '2026-11-23 10:00:00,000 [aviary.engine] INFO: started\n'
+    })
+    expect(await waitForTask(h, id, ['reported', 'failed_processing'], 30_000)).toBe('reported')
+    const report = JSON.parse(readFileSync(path.join(dir, 'reports/report.json'), 'utf8')) as Record<string, Record<string, unknown>>
+    expect(Object.keys(report)).toEqual(expect.arrayContaining(['info', 'target', 'static', 'strings', 'behavior', 'network', 'dropped', 'screenshots', 'procmemory', 'signatures', 'debug']))
+    expect(report.info).toMatchObject({ id, category: 'file' })
+    expect((report.target as { file: { name: string; size: number } }).file).toMatchObject({ name: 'a.sh' })
+    expect(report.dropped).toEqual([expect.objectContaining({ name: 'note.txt', filepath: '/tmp/note.txt', pids: [10] })])
+    expect((report.debug as { log: string[] }).log).toEqual(['2026-11-23 10:00:00,000 [aviary.engine] INFO: started'])
+    expect(readFileSync(path.join(dir, 'reports/report.html'), 'utf8')).toMatch(/<html/)
+    expect(await stages(h, id)).toEqual(expect.arrayContaining(['processing', 'reported']))
+  })
+
+  it('rereport processes the task again', async () => {
+    const { id, dir } = await finishedTask('b.sh', {})
+    expect(await waitForTask(h, id, ['reported', 'failed_processing'], 30_000)).toBe('reported')
+    rmSync(path.join(dir, 'reports/report.json'))
+    const r = await h.json<{ success: boolean }>(`/tasks/rereport/${id}`)
+    expect(r.body.success).toBe(true)
+    expect(await waitForTask(h, id, ['reported', 'failed_processing'], 30_000)).toBe('reported')
+    expect(existsSync(path.join(dir, 'reports/report.json'))).toBe(true)
+    expect((await stages(h, id)).filter((s) => s === 'reported')).toHaveLength(2)
+  })
+
+  it('a report that cannot be written fails processing with the reason, keeping what the run collected', async () => {
+    // reports/ is a file, not a folder: the report cannot be written there.
+    const { id, dir } = await finishedTask('c.sh', { 'files/0123456789abcdef_kept.bin': 'kept', reports: 'not a folder' })
+    expect(await waitForTask(h, id, ['failed_processing'], 30_000)).toBe('failed_processing')
+    const { body } = await h.json<{ task: { errors: string[] } }>(`/tasks/view/${id}`)
+    expect(body.task.errors.some((e) => /^processing failed: /.test(e))).toBe(true)
+    expect(readFileSync(path.join(dir, 'files/0123456789abcdef_kept.bin'), 'utf8')).toBe('kept')
+  })
+})
