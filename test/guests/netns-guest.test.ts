@@ -5,7 +5,7 @@ import { execFile, type ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createNetnsGuest, type NetnsGuest } from './netns-guest'
+import { alive, createNetnsGuest, type NetnsGuest } from './netns-guest'
 
 const run = promisify(execFile)
 
@@ -26,15 +26,8 @@ function collect(child: ChildProcess): Promise<string> {
   })
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    // A zombie (killed, not yet reaped by its parent shell) counts as gone.
-    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
-  } catch {
-    return false
-  }
-}
+// A zombie (killed, not yet reaped by its parent shell) counts as gone.
+const processAlive = alive
 
 describe('netns guest', () => {
   let a: NetnsGuest

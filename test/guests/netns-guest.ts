@@ -12,7 +12,7 @@
 // fixture's tests, 14-15 capture tests, 19 bench/capture.
 import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { createSocket, type Socket as UdpSocket } from 'node:dgram'
-import { chmodSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -192,10 +192,23 @@ async function removeLeftovers(ns: string, hostIf: string, etcDir: string, tmpDi
   for (const pid of pids) {
     try { process.kill(Number(pid), 'SIGKILL') } catch { /* already gone */ }
   }
+  // SIGKILL is delivered asynchronously: wait (briefly) until each is gone or a zombie.
+  const deadline = Date.now() + 3000
+  while (pids.some((pid) => alive(Number(pid))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
   await run('ip', ['netns', 'del', ns]).catch(() => undefined)
   await run('ip', ['link', 'del', hostIf]).catch(() => undefined)
   rmSync(etcDir, { recursive: true, force: true })
   rmSync(tmpDir, { recursive: true, force: true })
+}
+
+/** The process exists and is not a zombie. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  } catch {
+    return false
+  }
 }
 
 function killGroup(child: ChildProcess): void {
