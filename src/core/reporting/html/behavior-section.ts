@@ -5,7 +5,7 @@
 import { text, when } from './escape'
 import { MAX_LIST, moreLine, table, tags, type Obj } from './blocks'
 import type { PageWriter } from './page-writer'
-import { isObj, num, objs, str, summary } from '../../processing/signatures/report-view'
+import { isObj, num, objs, str, summary } from '../report-view'
 
 export const MAX_TREE_NODES = 2000
 export const MAX_TREE_DEPTH = 64

@@ -4,7 +4,7 @@
 // "N more" line, so a report with 100,000 processes or DNS entries still gives a readable page.
 import { text } from './escape'
 import type { PageWriter } from './page-writer'
-import { isObj, type Obj } from '../../processing/signatures/report-view'
+import { isObj, type Obj } from '../report-view'
 
 export type { Obj }
 export const MAX_ROWS = 500

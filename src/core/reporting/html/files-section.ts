@@ -7,7 +7,7 @@ import sharp from 'sharp'
 import { size, text, when } from './escape'
 import { MAX_LIST, generic, kv, moreLine, table, tags, type Obj } from './blocks'
 import type { PageWriter } from './page-writer'
-import { isObj, num, obj, objs, str, strs } from '../../processing/signatures/report-view'
+import { isObj, num, obj, objs, str, strs } from '../report-view'
 
 export const MAX_SHOTS = 24
 const MAX_THUMB_BYTES = 2 * 1024 * 1024

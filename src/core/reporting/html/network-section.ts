@@ -4,7 +4,7 @@
 import { size, text } from './escape'
 import { table, tags, type Obj } from './blocks'
 import type { PageWriter } from './page-writer'
-import { num, obj, objs, str, strs } from '../../processing/signatures/report-view'
+import { num, obj, objs, str, strs } from '../report-view'
 
 function bytesOf(f: Obj): string {
   const parts: string[] = []

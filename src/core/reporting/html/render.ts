@@ -13,7 +13,7 @@ import { header, signaturesSection, title } from './summary-sections'
 import { behaviorSection } from './behavior-section'
 import { networkSection } from './network-section'
 import { droppedSection, screenshotsSection, staticSection } from './files-section'
-import { num, objs, str, strs } from '../../processing/signatures/report-view'
+import { num, objs, str, strs } from '../report-view'
 
 export const CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 

@@ -3,7 +3,7 @@
 import { size, text, when } from './escape'
 import { kv, moreLine, type Obj } from './blocks'
 import type { PageWriter } from './page-writer'
-import { isObj, num, obj, objs, str } from '../../processing/signatures/report-view'
+import { isObj, num, obj, objs, str } from '../report-view'
 
 const SEVERITY: Record<number, string> = { 1: 'info', 2: 'warning', 3: 'danger' }
 

@@ -1,7 +1,7 @@
 // Fires when the sample talks to a public IP address that no DNS answer of the run gave: hard-coded
 // addresses are typical of command-and-control and of downloaders avoiding DNS-based blocking.
 import type { SignatureRule } from '../signature'
-import { isPublicIp, num, objs, resolvedIps, str, strs, summary } from '../report-view'
+import { isPublicIp, num, objs, resolvedIps, str, strs, summary } from '../../../reporting/report-view'
 
 export const contactsBareIp: SignatureRule = {
   name: 'contacts_bare_ip',

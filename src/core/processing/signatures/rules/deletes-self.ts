@@ -2,7 +2,7 @@
 // fewer traces. Matched on the deleted path's base name against the sample's name (the guest runs
 // the sample under its submitted name, in a folder the host does not know in advance).
 import type { SignatureRule } from '../signature'
-import { baseName, obj, str, summary } from '../report-view'
+import { baseName, obj, str, summary } from '../../../reporting/report-view'
 
 export const deletesSelf: SignatureRule = {
   name: 'deletes_self',

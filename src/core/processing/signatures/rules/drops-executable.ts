@@ -1,7 +1,7 @@
 // Fires when the run leaves an executable behind: a dropped file whose type is PE or ELF, or a
 // written path with an executable extension. Droppers and downloaders are the usual reason.
 import type { SignatureRule } from '../signature'
-import { objs, str, writtenPaths } from '../report-view'
+import { objs, str, writtenPaths } from '../../../reporting/report-view'
 
 const EXEC_EXT = /\.(exe|dll|scr|sys|com|pif|cpl|ocx|elf|so|bin)$/i
 const EXEC_TYPE = /\b(PE32\+?|MS-DOS executable|ELF (32|64)-bit)/

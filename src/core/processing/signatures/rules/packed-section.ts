@@ -1,7 +1,7 @@
 // Fires when a PE section of the sample has near-random content (entropy above 7.2 bits per byte
 // over a non-trivial size): the usual sign of a packed or encrypted payload.
 import type { SignatureRule } from '../signature'
-import { objs, str, type Obj } from '../report-view'
+import { objs, str, type Obj } from '../../../reporting/report-view'
 
 const ENTROPY = 7.2
 const MIN_SIZE = 1024

@@ -3,7 +3,7 @@
 // shell start-up files, rc.local/init.d and XDG autostart. Seen as written files or registry keys,
 // or as the command lines that create them (schtasks, reg add, crontab, systemctl enable).
 import type { SignatureRule } from '../signature'
-import { commandLines, summary, writtenPaths } from '../report-view'
+import { commandLines, summary, writtenPaths } from '../../../reporting/report-view'
 
 const AUTORUN_KEYS = [
   /\\software\\(wow6432node\\)?microsoft\\windows\\currentversion\\(run|runonce|runonceex|runservices|runservicesonce|policies\\explorer\\run)(\\|$)/i,

@@ -5,7 +5,7 @@
 // Writes into the process itself (handle 0xffffffff / -1, the "current process" pseudo-handle) do
 // not count.
 import type { SignatureRule } from '../signature'
-import { isObj, num, obj, objs, str } from '../report-view'
+import { isObj, num, obj, objs, str } from '../../../reporting/report-view'
 
 const WRITE = new Set(['WriteProcessMemory', 'NtWriteVirtualMemory', 'NtMapViewOfSection'])
 const RUN = new Set(['CreateRemoteThread', 'CreateRemoteThreadEx', 'NtCreateThreadEx', 'RtlCreateUserThread',

@@ -1,7 +1,7 @@
 // Fires when the run resolves more than 10 distinct domain names: domain-generation algorithms and
 // spam or scanning bots look up many names; ordinary installers look up a few.
 import type { SignatureRule } from '../signature'
-import { objs, str } from '../report-view'
+import { objs, str } from '../../../reporting/report-view'
 
 export const MANY_DOMAINS = 10
 

@@ -1,7 +1,7 @@
 // Fires when a process of the run starts from a temporary or world-writable folder (%TEMP%,
 // AppData, /tmp, /dev/shm, /var/tmp): second stages are unpacked there and run.
 import type { SignatureRule } from '../signature'
-import { baseName, num, obj, objs, str } from '../report-view'
+import { baseName, num, obj, objs, str } from '../../../reporting/report-view'
 
 const TEMP_DIRS = [
   /\\appdata\\local\\temp\\/i, /\\windows\\temp\\/i, /\\appdata\\roaming\\/i, /\\programdata\\/i, /\\users\\public\\/i,

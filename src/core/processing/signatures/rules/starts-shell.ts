@@ -3,7 +3,7 @@
 // The interpreter the analysis package itself used to start a script sample (the root of the tree:
 // `sh sample.sh`, `cmd.exe /c sample.bat`, `powershell -File sample.ps1`) does not count.
 import type { SignatureRule } from '../signature'
-import { baseName, commandLines, obj, objs, num, str } from '../report-view'
+import { baseName, commandLines, obj, objs, num, str } from '../../../reporting/report-view'
 
 const SHELLS = new Set([
   'cmd.exe', 'powershell.exe', 'pwsh.exe', 'pwsh', 'wscript.exe', 'cscript.exe', 'mshta.exe',

@@ -2,7 +2,7 @@
 // of a host name, or with a user agent that is empty, a scripting library's default, a download
 // tool, or a known malware habit (e.g. a bare "Mozilla/4.0", or "Mozilla/5.0" with nothing after it).
 import type { SignatureRule } from '../signature'
-import { objs, str } from '../report-view'
+import { objs, str } from '../../../reporting/report-view'
 import { isIP } from 'node:net'
 
 const TOOL_AGENTS = /^(python-requests|python-urllib|python\/|curl\/|wget\/|go-http-client|java\/|libwww-perl|powershell|winhttp|microsoft bits|okhttp|axios|node-fetch|aiohttp|nsis_inetc|autoit|lwp::|user-agent)/i

@@ -1,7 +1,7 @@
 // Fires when the sample's strings name virtual-machine or sandbox artefacts (VirtualBox, VMware,
 // QEMU, Sandboxie, Cuckoo's own agent): the sample probably checks where it runs before acting.
 import type { SignatureRule } from '../signature'
-import { strs } from '../report-view'
+import { strs } from '../../../reporting/report-view'
 
 const ARTEFACTS = /\b(vboxservice|vboxtray|vboxguest|vboxmouse|virtualbox|vmtoolsd|vmwaretray|vmware tools|vmmouse|qemu-ga|qemu guest|sbiedll|sandboxie|cuckoomon|agent\.pyw|wine_get_unix_file_name|hgfs|prl_tools|xenservice)\b/i
 

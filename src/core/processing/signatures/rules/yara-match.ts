@@ -2,7 +2,7 @@
 // memory dump. One mark per (file, rule); the severity of a match is left to the rule's meta
 // (`severity` 1–3) only in its mark — the signature itself is a danger.
 import type { SignatureRule } from '../signature'
-import { obj, objs, str } from '../report-view'
+import { obj, objs, str } from '../../../reporting/report-view'
 
 export const yaraMatch: SignatureRule = {
   name: 'yara_match',

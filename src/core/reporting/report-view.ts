@@ -1,6 +1,7 @@
-// Typed, defensive reads of an assembled report for the signature rules. The report is built from
-// what a hostile guest sent, and modules may be missing (a URL task has no dropped files, a failed
-// pcap no network), so every accessor tolerates absent keys and wrong types instead of throwing.
+// Typed, defensive reads of an assembled report, for the signature rules and the HTML report. The
+// report is built from what a hostile guest sent, and modules may be missing (a URL task has no
+// dropped files, a failed pcap no network), so every accessor tolerates absent keys and wrong
+// types instead of throwing.
 import { isIP } from 'node:net'
 
 export type Obj = Record<string, unknown>
