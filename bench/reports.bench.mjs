@@ -5,6 +5,8 @@
 //   json      src/core/reporting/json-writer.ts writeJsonReport (streamed, indent 4)
 //   baseline  fs.writeFileSync(file, JSON.stringify(report, null, 4)) — what it replaces
 //   html      src/core/reporting/html/render.ts on a report with 100,000 processes and DNS entries
+//   index     src/core/reporting/json-index.ts over the json case's file (written first, untimed):
+//             what ?elements= and /tasks/summary read before copying a key's bytes
 // Prints one JSON line: output bytes, seconds, MB/s and peak RSS growth over the built report for
 // json and baseline (the ratio json/baseline of time), and the html page's size and time.
 // TypeScript is bundled with esbuild, as bench/resultserver.bench.mjs does. Cleans up its temp dir.
@@ -24,7 +26,7 @@ const code = mkdtempSync(path.join(root, 'node_modules', '.cache', 'aviary-repor
 
 const CHILD = `
 import { writeFileSync, statSync, rmSync } from 'node:fs'
-import { writeJsonReport, renderHtmlReport } from './lib.mjs'
+import { writeJsonReport, renderHtmlReport, indexJsonFile } from './lib.mjs'
 const [mode, out, n] = [process.argv[2], process.argv[3], Number(process.argv[4])]
 let report
 if (mode === 'html') {
@@ -37,7 +39,11 @@ if (mode === 'html') {
   for (let i = 0; i < n; i++) calls.push({ api: 'NtWriteFile', category: 'file', status: true, return_value: 0,
     arguments: { file_handle: '0x' + (i * 4).toString(16), buffer: 'data ' + i, length: i % 4096 },
     flags: {}, time: 1763900000 + i / 1000, tid: 1000 + (i % 7), stacktrace: [] })
-  report = { info: { id: 1 }, behavior: { processes: [{ pid: 4, calls }] } }
+  report = { info: { id: 1 }, behavior: { processes: [{ pid: 4, calls }], summary: {} }, debug: {} }
+}
+if (mode === 'index') {
+  await writeJsonReport(out, report)
+  report = undefined
 }
 globalThis.gc()
 const before = process.memoryUsage().rss
@@ -53,6 +59,7 @@ else if (mode === 'baseline') {
     process.exit(0)
   }
 }
+else if (mode === 'index') await indexJsonFile(out)
 else await renderHtmlReport(report, { dir: '/nonexistent', out })
 const seconds = (performance.now() - t0) / 1000
 clearInterval(timer)
@@ -63,7 +70,7 @@ process.stdout.write(JSON.stringify({ bytes, seconds, rss_growth_mib: (peak - be
 `
 
 try {
-  writeFileSync(path.join(code, 'entry.ts'), `export { writeJsonReport } from '${root}src/core/reporting/json-writer'\nexport { renderHtmlReport } from '${root}src/core/reporting/html/render'\n`)
+  writeFileSync(path.join(code, 'entry.ts'), `export { writeJsonReport } from '${root}src/core/reporting/json-writer'\nexport { renderHtmlReport } from '${root}src/core/reporting/html/render'\nexport { indexJsonFile } from '${root}src/core/reporting/json-index'\n`)
   await build({ entryPoints: [path.join(code, 'entry.ts')], bundle: true, platform: 'node', format: 'esm', outfile: path.join(code, 'lib.mjs'), external: ['sharp'], logLevel: 'silent' })
   writeFileSync(path.join(code, 'child.mjs'), CHILD)
   const run = (mode) => JSON.parse(execFileSync(process.execPath, ['--expose-gc', path.join(code, 'child.mjs'), mode, path.join(dir, `out-${mode}`), String(CALLS)],
@@ -71,6 +78,7 @@ try {
   const json = run('json')
   const baseline = run('baseline')
   const html = run('html')
+  const index = run('index')
   const mbps = (r) => (r.error ? null : Math.round(r.bytes / 1e6 / r.seconds))
   const r2 = (x) => Math.round(x * 100) / 100
   console.log(JSON.stringify({
@@ -80,6 +88,7 @@ try {
       ? { error: baseline.error, rss_growth_mib: Math.round(baseline.rss_growth_mib) }
       : { bytes: baseline.bytes, s: r2(baseline.seconds), mb_per_s: mbps(baseline), rss_growth_mib: Math.round(baseline.rss_growth_mib) },
     time_ratio_json_over_baseline: baseline.error ? null : r2(json.seconds / baseline.seconds),
+    index: { bytes: index.bytes, s: r2(index.seconds), mb_per_s: mbps(index), rss_growth_mib: Math.round(index.rss_growth_mib) },
     html_100k: { bytes: html.bytes, s: r2(html.seconds), rss_growth_mib: Math.round(html.rss_growth_mib) }
   }))
 } finally {

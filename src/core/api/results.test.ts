@@ -73,6 +73,24 @@ describe('GET /tasks/report', () => {
     expect((await h.json(`/tasks/summary/${id}`)).body).toEqual({ info: { id: 1 }, target: { category: 'file' }, behavior: { summary: { x: 1 } } })
   })
 
+  it('serves elements and the summary of a report rewritten since (no stale index), and refuses a damaged one with 404', async () => {
+    const other = (await h.post('/tasks/create/url', new URLSearchParams({ url: 'http://example.org' }))).body.task_id as number
+    const file = path.join(h.analysisDir(other), 'reports', 'report.json')
+    mkdirSync(path.dirname(file), { recursive: true })
+    const first = { info: { id: other, score: 2 }, strings: ['"}', '\\'], behavior: { processes: [{ calls: [] }], processtree: [{ pid: 1 }], apistats: {} }, procmemory: [] }
+    writeFileSync(file, JSON.stringify(first, null, 4))
+    expect((await h.json(`/tasks/report/${other}/json?elements=strings`)).body).toEqual(first.strings)
+    expect((await h.json(`/tasks/summary/${other}`)).body).toEqual({ info: first.info, strings: first.strings, behavior: { processtree: [{ pid: 1 }] } })
+    const second = { info: { id: other, score: 9 }, behavior: 'not an object' }
+    writeFileSync(file, JSON.stringify(second))
+    expect((await h.json(`/tasks/report/${other}/json?elements=info`)).body).toEqual(second.info)
+    expect((await h.json(`/tasks/summary/${other}`)).body).toEqual(second)
+    writeFileSync(file, '{"info": {"id": 1}, "cut": [1, 2')
+    const damaged = await h.json<{ message: string }>(`/tasks/summary/${other}`)
+    expect(damaged.status).toBe(404)
+    expect(damaged.body.message).toMatch(/^Report not readable/)
+  })
+
   it('answers 400 for an unknown format and 404 for a missing report', async () => {
     const bad = await h.json<{ message: string }>(`/tasks/report/${id}/pdf`)
     expect(bad.status).toBe(400)

@@ -6,7 +6,7 @@ import type { FileResult, StreamResult } from '../results/results.service'
 
 export async function sendResult(request: FastifyRequest, reply: FastifyReply, result: FileResult | StreamResult): Promise<FastifyReply> {
   if (result.kind === 'stream') {
-    reply.header('Content-Disposition', `attachment; filename="${result.downloadName}"`)
+    if (result.downloadName) reply.header('Content-Disposition', `attachment; filename="${result.downloadName}"`)
     // A client that goes away must stop the archiver and its bzip2 child.
     request.raw.once('close', () => { if (!result.stream.readableEnded) result.stream.destroy() })
     return reply.type(result.contentType).send(result.stream)

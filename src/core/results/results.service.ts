@@ -1,11 +1,12 @@
 // Locates what an analysis produced (reports, screenshots, memory dumps, the pcap) for the API.
 // Every path is built by the storage layout from validated names and checked to resolve inside
 // the data directory, so a link planted in an analysis folder cannot expose other files.
-import { readdir, readFile, realpath, stat } from 'node:fs/promises'
-import type { Readable } from 'node:stream'
+import { open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises'
+import { Readable } from 'node:stream'
 import { ApiError, badRequest, notFound } from '../errors'
 import { ErrorCodes } from '../../shared/errors'
 import { isInside, type StorageLayout } from '../storage/layout'
+import { indexJsonStream, JsonSyntaxError, type JsonIndex } from '../reporting/json-index'
 import { archiveEntries, tarContentType, tarFileExtension, tarStream, zipOfFiles, type TarCompression } from '../reporting/archives'
 
 export const FILE_FORMATS = {
@@ -27,29 +28,39 @@ export interface StreamResult {
   kind: 'stream'
   stream: Readable
   contentType: string
-  downloadName: string
-}
-export interface JsonResult {
-  kind: 'json'
-  body: unknown
+  /** Sent as an attachment under this name; inline when absent. */
+  downloadName?: string
 }
 
-const SUMMARY_DROPS = ['procmemory', 'behavior.generic', 'behavior.apistats', 'behavior.processes', 'debug', 'screenshots', 'metadata']
+/** Top-level keys, and keys of `behavior`, that /tasks/summary leaves out (as Cuckoo 2.0.7 does). */
+const SUMMARY_DROPS = new Set(['procmemory', 'debug', 'screenshots', 'metadata'])
+const SUMMARY_BEHAVIOR_DROPS = new Set(['generic', 'apistats', 'processes'])
 const reportNotFound = () => notFound('Report not found', ErrorCodes.REPORT_NOT_FOUND)
+/** Indexes of recently served report.json files (a few hundred bytes each). */
+const INDEX_CACHE = 64
+const READ_CHUNK = 256 * 1024
+
+/** A piece of a JSON answer: literal text, or the bytes [start, end) of the report file. */
+type Piece = string | readonly [number, number]
 
 export class ResultsService {
+  /** report.json path → its key index, valid while the file's inode, size and mtime are unchanged. */
+  private readonly indexes = new Map<string, { stamp: string; index: JsonIndex }>()
+
   constructor(private readonly layout: StorageLayout) {}
 
-  async report(id: number, format: string, tar: TarCompression, element?: string): Promise<FileResult | StreamResult | JsonResult> {
+  async report(id: number, format: string, tar: TarCompression, element?: string): Promise<FileResult | StreamResult> {
     const fmt = format.toLowerCase()
     if (fmt in FILE_FORMATS) {
       const spec = FILE_FORMATS[fmt as keyof typeof FILE_FORMATS]
       const file = await this.existing(id, ['reports', spec.file], reportNotFound)
       if (element !== undefined) {
         if (fmt !== 'json') throw new ApiError(404, 'Get specific field is not available in HTML format, try again with JSON format', ErrorCodes.REPORT_NOT_FOUND)
-        const report = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>
-        if (!Object.hasOwn(report, element)) throw notFound(`'${element}' not found`, ErrorCodes.REPORT_NOT_FOUND)
-        return { kind: 'json', body: report[element] }
+        return this.fromReport(file, (index) => {
+          const entry = index.keys.find((k) => k.key === element)
+          if (!entry) throw notFound(`'${element}' not found`, ErrorCodes.REPORT_NOT_FOUND)
+          return [[entry.start, entry.end]]
+        })
       }
       return { kind: 'file', path: file, contentType: spec.type }
     }
@@ -66,16 +77,56 @@ export class ResultsService {
     }
   }
 
-  /** report.json without its heaviest parts (Cuckoo 2.0.7's /tasks/summary). */
-  async summary(id: number): Promise<Record<string, unknown>> {
+  /**
+   * report.json without its heaviest parts (Cuckoo 2.0.7's /tasks/summary). Served as a copy of
+   * the report's own bytes for the kept keys, so a report of any size is summarised with flat memory.
+   */
+  async summary(id: number): Promise<StreamResult> {
     const file = await this.existing(id, ['reports', 'report.json'], reportNotFound)
-    const report = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>
-    for (const key of SUMMARY_DROPS) {
-      const [top, sub] = key.split('.') as [string, string | undefined]
-      const holder = sub ? report[top] : report
-      if (holder && typeof holder === 'object') delete (holder as Record<string, unknown>)[sub ?? top]
+    return this.fromReport(file, (index) => {
+      const members: Piece[][] = []
+      for (const entry of index.keys) {
+        if (SUMMARY_DROPS.has(entry.key)) continue
+        if (entry.key === 'behavior' && entry.children) {
+          const kept = entry.children.filter((c) => !SUMMARY_BEHAVIOR_DROPS.has(c.key))
+          members.push([`${JSON.stringify(entry.key)}: {`, ...joined(kept.map((c) => [`${JSON.stringify(c.key)}: `, [c.start, c.end] as const])), '}'])
+        } else {
+          members.push([`${JSON.stringify(entry.key)}: `, [entry.start, entry.end]])
+        }
+      }
+      return ['{', ...joined(members), '}']
+    })
+  }
+
+  /**
+   * Opens report.json once (so a rereport renaming a new file over it cannot mix two reports),
+   * indexes it (or reuses the index of the same file), and streams the pieces `pick` chooses.
+   */
+  private async fromReport(file: string, pick: (index: JsonIndex) => Piece[]): Promise<StreamResult> {
+    const fh = await open(file, 'r')
+    try {
+      const st = await fh.stat()
+      const stamp = `${st.ino}:${st.size}:${st.mtimeMs}`
+      let index = this.indexes.get(file)?.stamp === stamp ? this.indexes.get(file)!.index : undefined
+      if (!index) {
+        try {
+          index = await indexJsonStream(fh.createReadStream({ start: 0, autoClose: false, highWaterMark: 1 << 20 }), st.size, 2)
+        } catch (err) {
+          if (err instanceof JsonSyntaxError) throw new ApiError(404, `Report not readable: ${err.message}`, ErrorCodes.REPORT_NOT_FOUND)
+          throw err
+        }
+        this.indexes.delete(file)
+        this.indexes.set(file, { stamp, index })
+        if (this.indexes.size > INDEX_CACHE) this.indexes.delete(this.indexes.keys().next().value as string)
+      }
+      const stream = Readable.from(readPieces(fh, pick(index)), { objectMode: false })
+      // 'close' comes after the end and after a destroy (a client that went away), read or not.
+      stream.once('close', () => { fh.close().catch(() => undefined) })
+      return { kind: 'stream', stream, contentType: 'application/json' }
+    } catch (err) {
+      await fh.close()
+      throw err
     }
-    return report
   }
 
   async screenshot(id: number, name: string): Promise<FileResult> {
@@ -134,5 +185,25 @@ export class ResultsService {
     }
     if (!isInside(await realpath(this.layout.root), real)) throw missing()
     return real
+  }
+}
+
+/** Pieces separated by ', ', flattened. */
+function joined(members: Piece[][]): Piece[] {
+  return members.flatMap((m, i) => (i === 0 ? m : [', ', ...m]))
+}
+
+/** Yields the pieces' bytes in order, reading file ranges in chunks. */
+async function* readPieces(fh: FileHandle, pieces: Piece[]): AsyncGenerator<Buffer> {
+  for (const piece of pieces) {
+    if (typeof piece === 'string') { yield Buffer.from(piece); continue }
+    let [pos, end] = piece
+    while (pos < end) {
+      const buf = Buffer.allocUnsafe(Math.min(READ_CHUNK, end - pos))
+      const { bytesRead } = await fh.read(buf, 0, buf.length, pos)
+      if (bytesRead === 0) throw new Error('report.json became shorter while it was read')
+      pos += bytesRead
+      yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead)
+    }
   }
 }

@@ -26,14 +26,13 @@ export const resultsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (bas
     }, async (request, reply) => {
       const tar = request.query.tar === 'gz' ? 'gz' : request.query.tar === 'tar' ? 'none' : 'bz2'
       const result = await ctx.results.report(request.params.id, request.params.format ?? 'json', tar, request.query.elements)
-      if (result.kind === 'json') return reply.type('application/json').send(JSON.stringify(result.body))
       return sendResult(request, reply, result)
     })
   }
 
   app.get('/tasks/summary/:id', {
     schema: { tags: ['reports'], summary: 'report.json without its heaviest parts', params: TaskIdParams, response: { 200: Binary, ...errors } }
-  }, async (request, reply) => reply.type('application/json').send(JSON.stringify(await ctx.results.summary(request.params.id))))
+  }, async (request, reply) => sendResult(request, reply, await ctx.results.summary(request.params.id)))
 
   for (const url of [...withV1('/tasks/screenshots/:id'), ...withV1('/tasks/screenshots/:id/:screenshot')]) {
     app.get(url, {
