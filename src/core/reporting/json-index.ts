@@ -9,7 +9,6 @@
 // and brackets matter, and strings are skipped with Buffer.indexOf.
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
-import { Readable } from 'node:stream'
 
 export interface JsonKeyRange {
   key: string
@@ -115,7 +114,7 @@ export async function indexJsonStream(input: AsyncIterable<Buffer>, size: number
         else j = Math.min(nextQuote, nextBackslash)
         const stop = j === -1 ? n : j
         if (keyParts && stop > i) { keyParts.push(chunk.subarray(i, stop)); keyLength += stop - i }
-        if (j === -1) { i = n; break }
+        if (j === -1) break
         if (chunk[j] === BACKSLASH) {
           if (keyParts) { keyParts.push(chunk.subarray(j, j + 1)); keyLength++ }
           escaped = true

@@ -197,7 +197,8 @@ function joined(members: Piece[][]): Piece[] {
 async function* readPieces(fh: FileHandle, pieces: Piece[]): AsyncGenerator<Buffer> {
   for (const piece of pieces) {
     if (typeof piece === 'string') { yield Buffer.from(piece); continue }
-    let [pos, end] = piece
+    const end = piece[1]
+    let pos = piece[0]
     while (pos < end) {
       const buf = Buffer.allocUnsafe(Math.min(READ_CHUNK, end - pos))
       const { bytesRead } = await fh.read(buf, 0, buf.length, pos)
