@@ -13,6 +13,7 @@ import path from 'node:path'
 import { createNetnsGuest, type NetnsGuest } from '../guests/netns-guest'
 import { startHarness, type Harness } from '../service-harness'
 import { waitForTask, stages, submitFile } from './e2e-helpers'
+import { missingConsumerFields } from '../cuckoo-report-fields'
 
 const SAMPLE = `#!/bin/sh
 # resolves a name, fetches a URL, writes a file and starts a child process
@@ -117,6 +118,24 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
     const html = await h.get(`/tasks/report/${taskId}/html`)
     expect(html.status).toBe(200)
     expect(await html.text()).toMatch(/evil\.example\.com/)
+  })
+
+  it('has every field Cuckoo report consumers read, and every report route serves it', async () => {
+    const { body } = await h.json<Record<string, Record<string, unknown>>>(`/tasks/report/${taskId}`)
+    expect(missingConsumerFields(body, 'file')).toEqual([])
+    expect((body.signatures as unknown as { name: string }[]).map((s) => s.name)).toContain('starts_shell')
+    expect(body.info!.score).toBeGreaterThan(0)
+    expect((await h.json(`/tasks/report/${taskId}/json?elements=network`)).body).toEqual(body.network)
+    const summary = await h.json<Record<string, Record<string, unknown>>>(`/tasks/summary/${taskId}`)
+    expect(summary.body.target).toEqual(body.target)
+    expect(summary.body.behavior!.processtree).toEqual(body.behavior!.processtree)
+    expect(summary.body.behavior!.processes).toBeUndefined()
+    expect(summary.body.debug).toBeUndefined()
+    const all = await h.get(`/tasks/report/${taskId}/all?tar=gz`)
+    expect(all.status).toBe(200)
+    const listing = execFileSync('tar', ['-tzf', '-'], { input: Buffer.from(await all.arrayBuffer()), encoding: 'utf8' })
+    for (const entry of ['reports/report.json', 'reports/report.html', 'dump.pcap', 'analysis.log', 'logs/behavior.jsonl']) expect(listing).toContain(entry)
+    expect((await h.get(`/tasks/report/${taskId}/package_files`)).status).toBe(200)
   })
 
   it('reschedule runs the task again on the guest', async () => {
