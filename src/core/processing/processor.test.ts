@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path'
 import { startHarness, type Harness } from '../../../test/service-harness'
 import { submitFile, waitForTask, stages } from '../../../test/e2e/e2e-helpers'
+import { missingConsumerFields } from '../../../test/cuckoo-report-fields'
 
 describe('processing finished analyses', () => {
   let h: Harness
@@ -50,6 +51,18 @@ describe('processing finished analyses', () => {
     expect((report.debug as { log: string[] }).log).toEqual(['2026-11-23 10:00:00,000 [aviary.engine] INFO: started'])
     expect(readFileSync(path.join(dir, 'reports/report.html'), 'utf8')).toMatch(/<html/)
     expect(await stages(h, id)).toEqual(expect.arrayContaining(['processing', 'reported']))
+  })
+
+  it('reports a URL task with target.url and every field consumers read', async () => {
+    const created = await h.post('/tasks/create/url', new URLSearchParams({ url: 'http://evil.example.com/a?b=1' }))
+    const id = created.body.task_id as number
+    mkdirSync(h.analysisDir(id), { recursive: true })
+    h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", id)
+    h.service.engine!.processPending()
+    expect(await waitForTask(h, id, ['reported', 'failed_processing'], 30_000)).toBe('reported')
+    const report = JSON.parse(readFileSync(path.join(h.analysisDir(id), 'reports/report.json'), 'utf8')) as Record<string, Record<string, unknown>>
+    expect(missingConsumerFields(report, 'url')).toEqual([])
+    expect(report.target).toMatchObject({ category: 'url', url: 'http://evil.example.com/a?b=1' })
   })
 
   it('rereport processes the task again', async () => {
