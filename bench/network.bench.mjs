@@ -156,10 +156,16 @@ function timed(cmd, args, keepStdout) {
   })
 }
 
+// The runner also reports the longest stretch analyzePcap kept the event loop busy: processing runs
+// in the service's process, so this is how long an API request can wait behind it.
 const RUNNER = `
 import { analyzePcap } from './network.mjs'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+const h = monitorEventLoopDelay({ resolution: 5 })
+h.enable()
 const r = await analyzePcap(process.argv[2])
-console.log(JSON.stringify({ tcp: r.tcp.length, udp: r.udp.length, http: r.http.length, tls: r.tls.length, dns: r.dns.length,
+h.disable()
+console.log(JSON.stringify({ maxEventLoopDelayMs: Math.round(h.max / 1e6), tcp: r.tcp.length, udp: r.udp.length, http: r.http.length, tls: r.tls.length, dns: r.dns.length,
   domains: r.domains.length, hosts: r.hosts.length, tlsWithSni: r.tls.filter((t) => t.sni).length }))
 `
 

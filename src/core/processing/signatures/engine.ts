@@ -51,8 +51,10 @@ export function runSignatures(
       markcount: count
     })
   }
-  // Most severe first; rules of equal severity keep the rule set's order (sort is stable).
-  fired.sort((a, b) => b.severity - a.severity)
+  // Cuckoo 2's order (RunSignatures sorts by severity, ascending), which report consumers may rely
+  // on; rules of equal severity keep the rule set's order (sort is stable). Views show the most
+  // severe first themselves (the HTML report does).
+  fired.sort((a, b) => a.severity - b.severity)
   return { signatures: fired, score: scoreOf(fired) }
 }
 

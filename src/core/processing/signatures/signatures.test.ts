@@ -164,15 +164,15 @@ describe('rule details', () => {
 })
 
 describe('engine', () => {
-  it('keeps the first 50 marks and counts all, sorts by severity, scores sum/5 capped at 10', () => {
+  it('keeps the first 50 marks and counts all, sorts by severity ascending (as Cuckoo), scores sum/5 capped at 10', () => {
     const many: SignatureRule = { name: 'many', description: 'd', severity: 1, categories: [], run: (_r, m) => { for (let i = 0; i < 120; i++) m.ioc('n', String(i)) } }
     const danger: SignatureRule = { name: 'danger', description: 'd', severity: 3, categories: [], run: (_r, m) => m.call(4, 7, { api: 'NtWriteVirtualMemory' }) }
     const silent: SignatureRule = { name: 'silent', description: 'd', severity: 3, categories: [], run: () => undefined }
     const res = runSignatures({}, { rules: [many, danger, silent] })
-    expect(res.signatures.map((s) => s.name)).toEqual(['danger', 'many'])
-    expect(res.signatures[1]!.marks).toHaveLength(MAX_MARKS)
-    expect(res.signatures[1]!.markcount).toBe(120)
-    expect(res.signatures[0]!.marks[0]).toEqual({ type: 'call', pid: 4, cid: 7, call: { api: 'NtWriteVirtualMemory' } })
+    expect(res.signatures.map((s) => s.name)).toEqual(['many', 'danger'])
+    expect(res.signatures[0]!.marks).toHaveLength(MAX_MARKS)
+    expect(res.signatures[0]!.markcount).toBe(120)
+    expect(res.signatures[1]!.marks[0]).toEqual({ type: 'call', pid: 4, cid: 7, call: { api: 'NtWriteVirtualMemory' } })
     expect(res.score).toBe(0.8)
     expect(scoreOf(Array.from({ length: 40 }, () => ({ severity: 3 as const })))).toBe(10)
   })
