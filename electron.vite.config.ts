@@ -4,6 +4,7 @@
 import { resolve } from 'node:path'
 import { defineConfig } from 'electron-vite'
 import react from '@vitejs/plugin-react'
+import tailwindcss from '@tailwindcss/vite'
 
 export default defineConfig({
   main: {
@@ -42,6 +43,6 @@ export default defineConfig({
     build: {
       rolldownOptions: { input: { index: resolve('src/renderer/index.html') } }
     },
-    plugins: [react()]
+    plugins: [react(), tailwindcss()]
   }
 })

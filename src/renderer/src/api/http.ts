@@ -1,0 +1,57 @@
+// How the UI reaches an analysis service: the local one (its own origin, or the address the
+// desktop bridge gives), or a saved remote connection through the local service's proxy
+// (`/aviary/connections/<id>/proxy/...`), so the page never needs CORS and never sees a token.
+import { resolveApiBaseUrl } from '../api-base'
+
+export class HttpError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message)
+  }
+}
+
+let localBase: Promise<string> | null = null
+/** Base URL of the local service (no trailing slash). */
+export function localApiBase(): Promise<string> {
+  localBase ??= resolveApiBaseUrl()
+  return localBase
+}
+
+/** Where a connection's API is: null = the local service. */
+export type ConnectionId = number | null
+
+/** Base URL of the API of a connection, as seen from the page. */
+export async function apiBase(connection: ConnectionId): Promise<string> {
+  const base = await localApiBase()
+  return connection === null ? base : `${base}/aviary/connections/${connection}/proxy`
+}
+
+/** An absolute URL for a path of a connection's API (for links, images, downloads). */
+export async function apiUrl(connection: ConnectionId, path: string): Promise<string> {
+  return `${await apiBase(connection)}${path.startsWith('/') ? path : `/${path}`}`
+}
+
+async function errorOf(res: Response): Promise<HttpError> {
+  let message = `HTTP ${res.status}`
+  try {
+    const body = (await res.json()) as { message?: unknown }
+    if (typeof body.message === 'string') message = body.message
+  } catch {
+    // not JSON: keep the status line
+  }
+  return new HttpError(res.status, message)
+}
+
+/** Fetches JSON from a connection's API; non-2xx answers throw HttpError with the server's message. */
+export async function fetchJson<T>(connection: ConnectionId, path: string, init: RequestInit = {}, signal?: AbortSignal): Promise<T> {
+  const res = await fetch(await apiUrl(connection, path), { ...init, signal: signal ?? init.signal ?? null, headers: { Accept: 'application/json', ...init.headers } })
+  if (!res.ok) throw await errorOf(res)
+  return (await res.json()) as T
+}
+
+/** Sends a JSON body (POST/PUT/DELETE) to the local service's own routes. */
+export async function sendJson<T>(connection: ConnectionId, method: string, path: string, body?: unknown): Promise<T> {
+  return fetchJson<T>(connection, path, {
+    method,
+    ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } })
+  })
+}

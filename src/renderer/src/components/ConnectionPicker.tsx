@@ -1,0 +1,33 @@
+// Which server the pages show: the local service, or a saved remote connection.
+// (The Connections page owns the list; this only switches between its entries.)
+import type { JSX } from 'react'
+import { useQuery } from '@tanstack/react-query'
+import { fetchJson } from '../api/http'
+import { useUi } from '../state/ui'
+
+export interface SavedConnection { id: number; name: string; url: string; kind: string; has_token: boolean }
+
+export function useConnections() {
+  return useQuery({
+    queryKey: ['connections'],
+    queryFn: ({ signal }) => fetchJson<{ connections: SavedConnection[] }>(null, '/aviary/connections', {}, signal).then((r) => r.connections),
+    retry: false
+  })
+}
+
+export function ConnectionPicker(): JSX.Element {
+  const connection = useUi((s) => s.connection)
+  const setConnection = useUi((s) => s.setConnection)
+  const { data } = useConnections()
+  return (
+    <label className="flex flex-col gap-1">
+      Server
+      <select aria-label="Server" value={connection === null ? '' : String(connection)}
+        onChange={(e) => setConnection(e.target.value === '' ? null : Number(e.target.value))}
+        className="rounded border border-zinc-300 bg-transparent px-1 dark:border-zinc-700">
+        <option value="">This computer</option>
+        {(data ?? []).map((c) => <option key={c.id} value={c.id}>{c.name}</option>)}
+      </select>
+    </label>
+  )
+}

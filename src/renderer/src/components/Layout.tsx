@@ -1,0 +1,72 @@
+// The frame of every page: navigation (keyboard: Alt+1…7), the connection the pages show, the
+// theme switch, and the page itself.
+import { useEffect, type JSX } from 'react'
+import { NavLink, Outlet, useNavigate } from 'react-router'
+import { applyTheme, useUi, type Theme } from '../state/ui'
+import { useLiveEvents } from '../api/live'
+import { ConnectionPicker } from './ConnectionPicker'
+
+export const NAV = [
+  { to: '/', label: 'Dashboard' },
+  { to: '/submit', label: 'Submit' },
+  { to: '/tasks', label: 'Tasks' },
+  { to: '/machines', label: 'Machines' },
+  { to: '/connections', label: 'Connections' },
+  { to: '/offline', label: 'Offline' }
+] as const
+
+export function Layout(): JSX.Element {
+  const theme = useUi((s) => s.theme)
+  const setTheme = useUi((s) => s.setTheme)
+  const connection = useUi((s) => s.connection)
+  const navigate = useNavigate()
+  const live = useLiveEvents(connection)
+
+  useEffect(() => {
+    const mq = window.matchMedia('(prefers-color-scheme: dark)')
+    applyTheme(theme, mq.matches)
+    const on = (e: MediaQueryListEvent) => applyTheme(theme, e.matches)
+    mq.addEventListener('change', on)
+    return () => mq.removeEventListener('change', on)
+  }, [theme])
+
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (!e.altKey || e.ctrlKey || e.metaKey) return
+      const n = Number(e.key)
+      const item = NAV[n - 1]
+      if (item) { e.preventDefault(); void navigate(item.to) }
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  }, [navigate])
+
+  return (
+    <div className="flex min-h-screen">
+      <nav aria-label="Main" className="flex w-48 shrink-0 flex-col gap-1 border-r border-zinc-200 p-3 dark:border-zinc-800">
+        <div className="mb-3 text-lg font-semibold">Aviary</div>
+        {NAV.map((item, i) => (
+          <NavLink key={item.to} to={item.to} end={item.to === '/'} title={`Alt+${i + 1}`}
+            className={({ isActive }) => `rounded px-2 py-1 ${isActive ? 'bg-sky-100 font-medium text-sky-900 dark:bg-sky-900 dark:text-sky-100' : 'hover:bg-zinc-100 dark:hover:bg-zinc-800'}`}>
+            {item.label}
+          </NavLink>
+        ))}
+        <div className="mt-auto flex flex-col gap-2 text-sm">
+          <ConnectionPicker />
+          <span className="text-xs text-zinc-500" data-live={live}>{live ? '● live' : '○ polling'}</span>
+          <label className="flex items-center gap-2">
+            Theme
+            <select value={theme} onChange={(e) => setTheme(e.target.value as Theme)} className="rounded border border-zinc-300 bg-transparent px-1 dark:border-zinc-700">
+              <option value="system">System</option>
+              <option value="light">Light</option>
+              <option value="dark">Dark</option>
+            </select>
+          </label>
+        </div>
+      </nav>
+      <main className="min-w-0 flex-1 p-6">
+        <Outlet />
+      </main>
+    </div>
+  )
+}

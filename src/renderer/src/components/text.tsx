@@ -1,0 +1,39 @@
+// Shows untrusted text (file names, command lines, domains from a sample) with its invisible
+// characters made visible: a right-to-left override in `invoice\u202Egpj.exe` is drawn as a
+// marked "RLO", never applied. Sizes and dates read easily, with the exact value on hover.
+import type { JSX } from 'react'
+import { exactBytes, formatBytes, formatExact, formatRelative, parseDate, splitInvisible } from '../format'
+
+export function SafeText({ value, className }: { value: unknown; className?: string }): JSX.Element {
+  const text = value === null || value === undefined ? '' : String(value)
+  const parts = splitInvisible(text)
+  return (
+    <span className={className} dir="ltr" style={{ unicodeBidi: 'isolate' }}>
+      {parts.map((p, i) =>
+        'text' in p ? (
+          <span key={i}>{p.text}</span>
+        ) : (
+          <abbr key={i} title={`U+${p.code.toString(16).toUpperCase().padStart(4, '0')} (invisible character, shown, not applied)`}
+            className="mx-px rounded bg-amber-200 px-0.5 text-[0.7em] font-semibold text-amber-900 no-underline dark:bg-amber-800 dark:text-amber-100"
+            data-control={p.control}>
+            {p.control}
+          </abbr>
+        )
+      )}
+    </span>
+  )
+}
+
+export function Bytes({ value }: { value: number | null | undefined }): JSX.Element {
+  return <span title={exactBytes(value)}>{formatBytes(value)}</span>
+}
+
+export function When({ value, now }: { value: unknown; now?: Date }): JSX.Element {
+  const date = parseDate(value)
+  if (!date) return <span>—</span>
+  return (
+    <time dateTime={date.toISOString()} title={formatExact(date)}>
+      {formatRelative(date, now)}
+    </time>
+  )
+}

@@ -1,0 +1,94 @@
+// Sizes, dates and untrusted names as people read them. Pure functions (tested without a DOM).
+
+/** Characters that change how text is shown rather than being shown: C0/C1 controls, DEL, bidi
+ *  embeddings/overrides/isolates and marks, zero-width characters, the BOM. */
+// eslint-disable-next-line no-control-regex
+const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g
+
+const NAMES: Record<number, string> = {
+  0x09: 'TAB', 0x0a: 'LF', 0x0d: 'CR', 0x00: 'NUL', 0x1b: 'ESC', 0x7f: 'DEL',
+  0x061c: 'ALM', 0x200b: 'ZWSP', 0x200c: 'ZWNJ', 0x200d: 'ZWJ', 0x200e: 'LRM', 0x200f: 'RLM',
+  0x202a: 'LRE', 0x202b: 'RLE', 0x202c: 'PDF', 0x202d: 'LRO', 0x202e: 'RLO',
+  0x2066: 'LRI', 0x2067: 'RLI', 0x2068: 'FSI', 0x2069: 'PDI', 0xfeff: 'BOM'
+}
+
+export type TextPart = { text: string } | { control: string; code: number }
+
+/** Splits untrusted text into plain runs and named invisible characters (shown, never applied). */
+export function splitInvisible(value: string): TextPart[] {
+  const parts: TextPart[] = []
+  let last = 0
+  for (const m of value.matchAll(INVISIBLE)) {
+    const at = m.index
+    if (at > last) parts.push({ text: value.slice(last, at) })
+    const code = m[0].codePointAt(0) as number
+    parts.push({ control: NAMES[code] ?? `U+${code.toString(16).toUpperCase().padStart(4, '0')}`, code })
+    last = at + m[0].length
+  }
+  if (last < value.length) parts.push({ text: value.slice(last) })
+  return parts
+}
+
+export function hasInvisible(value: string): boolean {
+  INVISIBLE.lastIndex = 0
+  return INVISIBLE.test(value)
+}
+
+const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']
+/** 1536 → "1.5 KiB"; exact bytes go in a tooltip. */
+export function formatBytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '—'
+  let v = Math.abs(bytes)
+  let u = 0
+  while (v >= 1024 && u < UNITS.length - 1) { v /= 1024; u++ }
+  const s = u === 0 ? String(v) : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)
+  return `${bytes < 0 ? '-' : ''}${s} ${UNITS[u]}`
+}
+
+export function exactBytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return ''
+  return `${bytes.toLocaleString('en-US')} bytes`
+}
+
+/**
+ * Parses what the API gives: Cuckoo's local-time "YYYY-MM-DD HH:MM:SS" (no zone), ISO strings,
+ * or epoch seconds (report.json's datetimes). Null when it is none of these.
+ */
+export function parseDate(value: unknown): Date | null {
+  if (typeof value === 'number' && Number.isFinite(value)) return new Date(value * 1000)
+  if (typeof value !== 'string' || value === '') return null
+  const m = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(\.\d+)?$/.exec(value)
+  if (m) {
+    const [, y, mo, d, h, mi, s, frac] = m
+    return new Date(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), frac ? Math.round(Number(frac) * 1000) : 0)
+  }
+  const t = Date.parse(value)
+  return Number.isNaN(t) ? null : new Date(t)
+}
+
+/** "3 min ago", "in 2 h", "yesterday"… relative to `now`; the exact time goes in a tooltip. */
+export function formatRelative(date: Date, now: Date = new Date()): string {
+  const sec = Math.round((date.getTime() - now.getTime()) / 1000)
+  const abs = Math.abs(sec)
+  const rtf = new Intl.RelativeTimeFormat('en', { numeric: 'auto' })
+  if (abs < 45) return rtf.format(sec, 'second')
+  if (abs < 45 * 60) return rtf.format(Math.round(sec / 60), 'minute')
+  if (abs < 22 * 3600) return rtf.format(Math.round(sec / 3600), 'hour')
+  if (abs < 26 * 86400) return rtf.format(Math.round(sec / 86400), 'day')
+  return date.toLocaleDateString('en-CA')
+}
+
+/** "2026-11-23 10:04:05" in local time. */
+export function formatExact(date: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0')
+  return `${date.getFullYear()}-${p(date.getMonth() + 1)}-${p(date.getDate())} ${p(date.getHours())}:${p(date.getMinutes())}:${p(date.getSeconds())}`
+}
+
+/** "1 h 02 min", "45 s". */
+export function formatDuration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '—'
+  const s = Math.max(0, Math.round(seconds))
+  if (s < 60) return `${s} s`
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`
+}
