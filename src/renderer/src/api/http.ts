@@ -16,6 +16,11 @@ export function localApiBase(): Promise<string> {
   return localBase
 }
 
+/** Points the UI at a given service (component tests point it at a real test instance). */
+export function setLocalApiBase(url: string): void {
+  localBase = Promise.resolve(url.replace(/\/+$/, ''))
+}
+
 /** Where a connection's API is: null = the local service. */
 export type ConnectionId = number | null
 

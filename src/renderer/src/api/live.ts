@@ -43,6 +43,7 @@ export function useLiveEvents(connection: ConnectionId): boolean {
   useEffect(() => {
     let source: EventSource | null = null
     let closed = false
+    if (typeof EventSource === 'undefined') return undefined
     void apiUrl(connection, '/events').then((url) => {
       if (closed) return
       source = new EventSource(url)
