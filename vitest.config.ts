@@ -7,6 +7,7 @@ export default defineConfig({
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    globalSetup: ['test/global-setup.ts']
+    globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/setup-jsdom-globals.ts']
   }
 })

@@ -1,6 +1,32 @@
-// Placeholder: the Dashboard page is being built.
+// The Dashboard: how the selected server is doing, as charts. Task events invalidate the status
+// key (api/live.ts), so counts follow the queue; the 10 s poll is there anyway because CPU load,
+// disk and free machines change without any task event, and a server without /events has only it.
 import type { JSX } from 'react'
+import { useQuery } from '@tanstack/react-query'
+import { keys } from '../api/live'
+import { useUi } from '../state/ui'
+import { loadDashboard } from '../dashboard/data'
+import { DashboardView } from '../dashboard/DashboardView'
+import { ErrorNote } from '../dashboard/ErrorNote'
 
 export function DashboardPage(): JSX.Element {
-  return <h1 className="text-xl font-semibold">Dashboard</h1>
+  const connection = useUi((s) => s.connection)
+  const q = useQuery({
+    queryKey: [...keys.status(connection), 'dashboard'],
+    queryFn: ({ signal }) => loadDashboard(connection, signal),
+    refetchInterval: 10_000,
+    retry: 1
+  })
+  return (
+    <div className="flex flex-col gap-4">
+      <header className="flex items-baseline gap-3">
+        <h1 className="text-xl font-semibold">Dashboard</h1>
+        {q.data?.source === 'status' && <span className="text-xs text-zinc-500">from /cuckoo/status (a Cuckoo-compatible server)</span>}
+        {q.isFetching && <span className="text-xs text-zinc-400" aria-hidden>updating…</span>}
+      </header>
+      {q.isPending && <p role="status">Loading…</p>}
+      {q.isError && <ErrorNote prefix="Could not load the status" error={q.error} />}
+      {q.data && <DashboardView data={q.data} />}
+    </div>
+  )
 }

@@ -1,0 +1,69 @@
+// One local machine: start, stop and revert (refused while a task holds it), and its screen,
+// refreshed every few seconds while this panel is open.
+import { useState, type JSX } from 'react'
+import { useMutation, useQueryClient } from '@tanstack/react-query'
+import { keys } from '../api/live'
+import { SafeText } from '../components/text'
+import { ErrorNote } from '../dashboard/ErrorNote'
+import { machineAction, useLiveScreenshot, type Machine, type MachineAction } from './api'
+
+const ACTIONS: { action: MachineAction; label: string; hint: string }[] = [
+  { action: 'start', label: 'Start', hint: 'Start the machine' },
+  { action: 'stop', label: 'Stop', hint: 'Power the machine off' },
+  { action: 'revert', label: 'Revert', hint: 'Revert to its snapshot' }
+]
+
+export function MachinePanel({ machine, onClose }: { machine: Machine; onClose(): void }): JSX.Element {
+  const qc = useQueryClient()
+  const [done, setDone] = useState<string | null>(null)
+  const act = useMutation({
+    mutationFn: (a: MachineAction) => machineAction(machine.name, a),
+    onMutate: () => setDone(null),
+    onSuccess: (r, a) => {
+      setDone(`${a}: done, status ${r.machine.status ?? 'unknown'}`)
+      void qc.invalidateQueries({ queryKey: keys.machines(null) })
+    }
+  })
+  const disabled = machine.locked || act.isPending
+  return (
+    <section aria-label={`Machine ${machine.name}`} className="flex flex-col gap-3 rounded-lg border border-zinc-200 p-3 dark:border-zinc-800">
+      <header className="flex items-center gap-2">
+        <h2 className="font-semibold"><SafeText value={machine.name} /></h2>
+        <button type="button" onClick={onClose} aria-label="Close machine panel" className="ml-auto rounded px-2 text-zinc-500 hover:bg-zinc-100 dark:hover:bg-zinc-800">✕</button>
+      </header>
+      <div className="flex flex-wrap items-center gap-2">
+        {ACTIONS.map(({ action, label, hint }) => (
+          <button key={action} type="button" disabled={disabled} title={machine.locked ? 'Locked by a running task' : hint}
+            onClick={() => act.mutate(action)}
+            className="rounded border border-zinc-300 px-3 py-1 text-sm hover:bg-zinc-100 disabled:cursor-not-allowed disabled:opacity-50 dark:border-zinc-700 dark:hover:bg-zinc-800">
+            {act.isPending && act.variables === action ? `${label}…` : label}
+          </button>
+        ))}
+        {machine.locked && <span className="text-xs text-amber-700 dark:text-amber-300">Locked by a running task: controls are disabled.</span>}
+        {done && <span role="status" className="text-xs text-emerald-700 dark:text-emerald-300">{done}</span>}
+      </div>
+      {act.isError && <ErrorNote prefix={`Could not ${act.variables ?? 'do that'}`} error={act.error} />}
+      <LiveScreen name={machine.name} />
+    </section>
+  )
+}
+
+function LiveScreen({ name }: { name: string }): JSX.Element {
+  const shot = useLiveScreenshot(name)
+  return (
+    <figure className="flex flex-col gap-1">
+      <figcaption className="text-xs text-zinc-500">
+        Live screen{shot.at && !shot.error ? ` · ${shot.at.toLocaleTimeString()}` : ''}
+      </figcaption>
+      {shot.error ? (
+        <div data-testid="screenshot-unavailable" className="flex h-48 items-center justify-center rounded bg-zinc-100 p-4 text-center text-sm text-zinc-500 dark:bg-zinc-900">
+          <span>Screenshot not available{shot.error.status === 409 || shot.error.status === 404 ? '' : ' (error)'}: <SafeText value={shot.error.message} /></span>
+        </div>
+      ) : shot.url ? (
+        <img src={shot.url} alt={`Screen of ${name}`} className="max-h-[60vh] w-auto self-start rounded border border-zinc-200 dark:border-zinc-800" />
+      ) : (
+        <div role="status" className="flex h-48 items-center justify-center rounded bg-zinc-100 text-sm text-zinc-500 dark:bg-zinc-900">Loading screenshot…</div>
+      )}
+    </figure>
+  )
+}

@@ -1,0 +1,69 @@
+// The Machines page's calls: the fleet (/machines/list, any Cuckoo-compatible server), and for
+// the local service its machine controls, live screenshot and `aviary doctor` findings.
+import { useEffect, useState } from 'react'
+import { apiUrl, fetchJson, HttpError, sendJson, type ConnectionId } from '../api/http'
+import type { Machine } from '../../../shared/api/schemas'
+
+export type { Machine }
+export type MachineAction = 'start' | 'stop' | 'revert'
+
+// Declared here until src/shared/api/ui-schemas.ts exports them: doctor.ts's own shape, plus an
+// optional `level` should the engine ever grade a finding as a warning rather than a failure.
+export interface Finding { check: string; ok: boolean; detail: string; fix?: string; level?: 'ok' | 'warn' | 'fail' }
+export interface DoctorReport { ok: boolean; config: Finding; machines: { name: string; driver: string; findings: Finding[] }[] }
+
+export const listMachines = (c: ConnectionId, signal?: AbortSignal): Promise<Machine[]> =>
+  fetchJson<{ machines: Machine[] }>(c, '/machines/list', {}, signal).then((r) => r.machines)
+
+export const machineAction = (name: string, action: MachineAction): Promise<{ machine: Machine }> =>
+  sendJson<{ machine: Machine }>(null, 'POST', `/aviary/machines/${encodeURIComponent(name)}/${action}`)
+
+export const loadDoctor = (deep: boolean, signal?: AbortSignal): Promise<DoctorReport> =>
+  fetchJson<DoctorReport>(null, `/aviary/doctor${deep ? '?deep=1' : ''}`, {}, signal)
+
+export const levelOf = (f: Finding): 'ok' | 'warn' | 'fail' => f.level ?? (f.ok ? 'ok' : 'fail')
+
+export interface Screenshot { url: string | null; error: HttpError | null; at: Date | null }
+
+/**
+ * A live screenshot of a local machine, fetched again `everyMs` after the previous one arrived
+ * (so a slow hypervisor never has two requests queued), and not while the window is hidden. The
+ * image is kept as a blob: URL (the CSP allows blob: images), released when replaced or unmounted.
+ */
+export function useLiveScreenshot(name: string, everyMs = 3000): Screenshot {
+  const [shot, setShot] = useState<Screenshot>({ url: null, error: null, at: null })
+  useEffect(() => {
+    let current: string | null = null
+    let stopped = false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const ctrl = new AbortController()
+    const tick = async (): Promise<void> => {
+      if (typeof document !== 'undefined' && document.hidden) { timer = setTimeout(() => void tick(), everyMs); return }
+      try {
+        const res = await fetch(await apiUrl(null, `/aviary/machines/${encodeURIComponent(name)}/screenshot`), { signal: ctrl.signal })
+        if (!res.ok) {
+          const body = (await res.json().catch(() => ({}))) as { message?: unknown }
+          if (!stopped) setShot((s) => ({ ...s, error: new HttpError(res.status, typeof body.message === 'string' ? body.message : `HTTP ${res.status}`) }))
+        } else {
+          const url = URL.createObjectURL(await res.blob())
+          if (stopped) { URL.revokeObjectURL(url); return }
+          if (current) URL.revokeObjectURL(current)
+          current = url
+          setShot({ url, error: null, at: new Date() })
+        }
+      } catch (err) {
+        if (stopped) return
+        setShot((s) => ({ ...s, error: err instanceof HttpError ? err : new HttpError(0, (err as Error).message) }))
+      }
+      if (!stopped) timer = setTimeout(() => void tick(), everyMs)
+    }
+    void tick()
+    return () => {
+      stopped = true
+      ctrl.abort()
+      clearTimeout(timer)
+      if (current) URL.revokeObjectURL(current)
+    }
+  }, [name, everyMs])
+  return shot
+}

@@ -1,0 +1,91 @@
+// @vitest-environment jsdom
+// The Machines page against a real service (engine off, so machine controls are refused and no
+// screen can be taken: the page must say so with the server's message).
+import type { ReactElement } from 'react'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { cleanup, render, screen, within } from '@testing-library/react'
+import userEvent from '@testing-library/user-event'
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
+import { MemoryRouter } from 'react-router'
+import { startHarness, type Harness } from '../../../../test/service-harness'
+import { setLocalApiBase } from '../api/http'
+import { useUi } from '../state/ui'
+import { MachinesPage } from './Machines'
+
+let h: Harness
+let hasDoctor = false
+const machines = {
+  driver: 'kvm',
+  resultserver: { ip: '192.168.122.1', port: 2042 },
+  machines: [
+    { name: 'win10', label: 'win10-vm', ip: '192.168.122.101', tags: ['x64', 'office'], snapshot: 'clean' },
+    { name: 'ubuntu', label: 'ubuntu-vm', ip: '192.168.122.102', platform: 'linux', snapshot: 'base' }
+  ]
+}
+
+beforeAll(async () => {
+  h = await startHarness({ machines })
+  h.sql('UPDATE machines SET locked = 1 WHERE name = ?', 'ubuntu')
+  hasDoctor = (await h.get('/aviary/doctor')).status !== 404
+  setLocalApiBase(h.url)
+  useUi.getState().setConnection(null)
+})
+afterEach(() => cleanup())
+afterAll(async () => h.stop())
+
+function renderPage(ui: ReactElement) {
+  const qc = new QueryClient({ defaultOptions: { queries: { retry: false } } })
+  return render(<QueryClientProvider client={qc}><MemoryRouter>{ui}</MemoryRouter></QueryClientProvider>)
+}
+
+const row = (name: string) => document.querySelector(`tr[data-machine="${name}"]`) as HTMLElement
+
+describe('Machines', () => {
+  it('lists the fleet with status, lock, platform, tags, snapshot, ip and label', async () => {
+    renderPage(<MachinesPage />)
+    await screen.findByRole('button', { name: 'win10' })
+    const win = within(row('win10'))
+    for (const text of ['windows', 'x64', 'office', 'clean', '192.168.122.101', 'win10-vm', 'free']) expect(win.getByText(text)).toBeTruthy()
+    const ubu = within(row('ubuntu'))
+    for (const text of ['linux', 'base', 'ubuntu-vm']) expect(ubu.getByText(text)).toBeTruthy()
+    expect(ubu.getByText(/locked/)).toBeTruthy()
+    expect(screen.getByText('1 of 2 free')).toBeTruthy()
+  })
+
+  it('shows the server\'s refusal of an action, and "not available" for the screen of a machine that is not running', async () => {
+    const user = userEvent.setup()
+    renderPage(<MachinesPage />)
+    await user.click(await screen.findByRole('button', { name: 'win10' }))
+    const panel = screen.getByRole('region', { name: 'Machine win10' })
+    await user.click(within(panel).getByRole('button', { name: 'Start' }))
+    const alert = await within(panel).findByRole('alert')
+    // The engine is off: the service refuses (409 with its reason; 404 before the route exists).
+    expect(alert.textContent).toMatch(/^Could not start: \S.+/)
+    const shot = await within(panel).findByTestId('screenshot-unavailable')
+    expect(shot.textContent).toMatch(/^Screenshot not available: \S.+/)
+    expect(within(panel).queryByRole('img')).toBeNull()
+  })
+
+  it('disables the controls of a machine a task holds', async () => {
+    const user = userEvent.setup()
+    renderPage(<MachinesPage />)
+    await user.click(await screen.findByRole('button', { name: 'ubuntu' }))
+    const panel = screen.getByRole('region', { name: 'Machine ubuntu' })
+    for (const name of ['Start', 'Stop', 'Revert']) expect((within(panel).getByRole('button', { name }) as HTMLButtonElement).disabled).toBe(true)
+    // Keyboard: the panel closes from its close button.
+    within(panel).getByRole('button', { name: 'Close machine panel' }).focus()
+    await user.keyboard('{Enter}')
+    expect(screen.queryByRole('region', { name: 'Machine ubuntu' })).toBeNull()
+  })
+
+  it('shows the doctor\'s findings with ok/warn/fail markers', async (ctx) => {
+    if (!hasDoctor) ctx.skip('GET /aviary/doctor is not in the service yet')
+    renderPage(<MachinesPage />)
+    const list = await screen.findByRole('list', { name: 'Findings for win10' }, { timeout: 15_000 })
+    const items = within(list).getAllByRole('listitem')
+    expect(items.length).toBeGreaterThan(0)
+    for (const li of items) expect(['ok', 'warn', 'fail']).toContain(li.dataset.level)
+    // No interface is configured for these machines: packet capture must be a failure.
+    expect(items.find((li) => li.textContent?.includes('packet capture'))?.dataset.level).toBe('fail')
+  })
+})
