@@ -66,11 +66,14 @@ export function parseDate(value: unknown): Date | null {
   return Number.isNaN(t) ? null : new Date(t)
 }
 
+// One formatter for all: constructing an Intl formatter per call was the costliest function
+// while scrolling the task list (bench/ui-tasks.bench.mjs --profile).
+const rtf = new Intl.RelativeTimeFormat('en', { numeric: 'auto' })
+
 /** "3 min ago", "in 2 h", "yesterday"… relative to `now`; the exact time goes in a tooltip. */
 export function formatRelative(date: Date, now: Date = new Date()): string {
   const sec = Math.round((date.getTime() - now.getTime()) / 1000)
   const abs = Math.abs(sec)
-  const rtf = new Intl.RelativeTimeFormat('en', { numeric: 'auto' })
   if (abs < 45) return rtf.format(sec, 'second')
   if (abs < 45 * 60) return rtf.format(Math.round(sec / 60), 'minute')
   if (abs < 22 * 3600) return rtf.format(Math.round(sec / 3600), 'hour')

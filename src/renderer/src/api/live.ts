@@ -3,6 +3,7 @@
 // (Cuckoo) makes the stream fail: the pages then poll (their queries' refetchInterval).
 import { useEffect, useState } from 'react'
 import { useQueryClient, type QueryClient } from '@tanstack/react-query'
+import { create } from 'zustand'
 import { apiUrl, type ConnectionId } from './http'
 
 export interface TaskEvent { task: { id: number; status: string } & Record<string, unknown> }
@@ -33,13 +34,23 @@ function scheduleInvalidate(qc: QueryClient, c: ConnectionId): void {
   }, 500))
 }
 
+/** Whether the shown connection's event stream is open (one stream, opened by the Layout). */
+const useLiveState = create<{ live: boolean; set(live: boolean): void }>()((set) => ({ live: false, set: (live) => set({ live }) }))
+
+/** True while events arrive live; when false, pages poll. */
+export function useIsLive(): boolean {
+  return useLiveState((s) => s.live)
+}
+
 /**
- * Subscribes to a connection's event stream while mounted. Returns whether it is live; when
- * false, pages should poll.
+ * Subscribes to a connection's event stream while mounted (the Layout does, once). Returns
+ * whether it is live; pages read the same with useIsLive().
  */
 export function useLiveEvents(connection: ConnectionId): boolean {
   const qc = useQueryClient()
-  const [live, setLive] = useState(false)
+  const [live, setLiveLocal] = useState(false)
+  const setShared = useLiveState((s) => s.set)
+  const setLive = (v: boolean): void => { setLiveLocal(v); setShared(v) }
   useEffect(() => {
     let source: EventSource | null = null
     let closed = false

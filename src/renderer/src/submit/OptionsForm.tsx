@@ -1,0 +1,72 @@
+// Every submission option of the API. Empty fields are not sent: the server's defaults apply.
+import type { JSX, ReactNode } from 'react'
+import { useQuery } from '@tanstack/react-query'
+import type { Machine } from '../../../shared/api/schemas'
+import { fetchJson, type ConnectionId } from '../api/http'
+import { keys } from '../api/live'
+import type { SubmitOptions } from './options'
+
+// Cuckoo 2's Windows analysis packages, as suggestions (any name the server knows works).
+const PACKAGES = ['exe', 'dll', 'msi', 'doc', 'xls', 'ppt', 'pdf', 'js', 'jar', 'vbs', 'ps1', 'hta', 'wsf', 'zip', 'html', 'ie', 'ff', 'generic', 'python']
+const input = 'w-full rounded border border-zinc-300 bg-transparent px-2 py-1 text-sm dark:border-zinc-700'
+
+function Field({ label, hint, children }: { label: string; hint?: string; children: ReactNode }): JSX.Element {
+  return (
+    <label className="flex flex-col gap-0.5 text-sm">
+      <span className="font-medium">{label}{hint ? <span className="ml-1 font-normal text-zinc-500">{hint}</span> : null}</span>
+      {children}
+    </label>
+  )
+}
+
+export function OptionsForm({ connection, value, onChange }: { connection: ConnectionId; value: SubmitOptions; onChange(v: SubmitOptions): void }): JSX.Element {
+  const machines = useQuery({
+    queryKey: keys.machines(connection),
+    queryFn: ({ signal }) => fetchJson<{ machines: Machine[] }>(connection, '/machines/list', {}, signal).then((r) => r.machines)
+  })
+  const set = <K extends keyof SubmitOptions>(k: K, v: SubmitOptions[K]) => onChange({ ...value, [k]: v })
+  const text = (k: 'package' | 'options' | 'platform' | 'tags' | 'custom' | 'owner') => ({
+    value: value[k], onChange: (e: { target: { value: string } }) => set(k, e.target.value), className: input
+  })
+  const platforms = [...new Set((machines.data ?? []).map((m) => m.platform))]
+
+  return (
+    <fieldset className="grid grid-cols-[repeat(auto-fill,minmax(13rem,1fr))] gap-3 rounded border border-zinc-200 p-3 dark:border-zinc-800">
+      <legend className="px-1 text-sm font-semibold">Options</legend>
+      <Field label="Package" hint="(auto when empty)">
+        <input list="aviary-packages" {...text('package')} />
+        <datalist id="aviary-packages">{PACKAGES.map((p) => <option key={p} value={p} />)}</datalist>
+      </Field>
+      <Field label="Timeout" hint="seconds, 0 = default">
+        <input type="number" min={0} max={86400} value={value.timeout} onChange={(e) => set('timeout', e.target.value)} className={input} />
+      </Field>
+      <Field label="Priority">
+        <select value={value.priority} onChange={(e) => set('priority', e.target.value)} className={input}>
+          <option value="1">1 — low</option><option value="2">2 — medium</option><option value="3">3 — high</option>
+        </select>
+      </Field>
+      <Field label="Machine" hint={machines.error ? `(${machines.error.message})` : undefined}>
+        <select value={value.machine} onChange={(e) => set('machine', e.target.value)} className={input}>
+          <option value="">any available</option>
+          {(machines.data ?? []).map((m) => <option key={m.name} value={m.name}>{m.name} ({m.platform})</option>)}
+        </select>
+      </Field>
+      <Field label="Platform">
+        <input list="aviary-platforms" {...text('platform')} placeholder="windows" />
+        <datalist id="aviary-platforms">{platforms.map((p) => <option key={p} value={p} />)}</datalist>
+      </Field>
+      <Field label="Tags" hint="comma-separated"><input {...text('tags')} /></Field>
+      <Field label="Package options" hint="key=value,…"><input {...text('options')} /></Field>
+      <Field label="Custom"><input {...text('custom')} /></Field>
+      <Field label="Owner"><input {...text('owner')} /></Field>
+      <Field label="Guest clock" hint="(host time when empty)">
+        <input type="datetime-local" step={1} value={value.clock} onChange={(e) => set('clock', e.target.value)} className={input} />
+      </Field>
+      <div className="flex flex-col justify-end gap-1 text-sm">
+        <label className="flex items-center gap-2"><input type="checkbox" checked={value.memory} onChange={(e) => set('memory', e.target.checked)} /> Full memory dump</label>
+        <label className="flex items-center gap-2"><input type="checkbox" checked={value.enforce_timeout} onChange={(e) => set('enforce_timeout', e.target.checked)} /> Enforce timeout</label>
+        <label className="flex items-center gap-2" title="files only: refuse a sample submitted before"><input type="checkbox" checked={value.unique} onChange={(e) => set('unique', e.target.checked)} /> Unique (skip known files)</label>
+      </div>
+    </fieldset>
+  )
+}

@@ -1,0 +1,69 @@
+// The submission options of the analysis API (src/shared/api/requests.ts: CommonTaskFields and
+// create/file's `unique`) as the form holds them, and the form fields they become.
+
+export interface SubmitOptions {
+  package: string
+  options: string
+  timeout: string
+  priority: string
+  machine: string
+  platform: string
+  tags: string
+  custom: string
+  owner: string
+  memory: boolean
+  enforce_timeout: boolean
+  /** datetime-local value (YYYY-MM-DDTHH:MM[:SS]); empty = the host's time. */
+  clock: string
+  /** Files only: refuse a sample submitted before. */
+  unique: boolean
+}
+
+export const DEFAULT_OPTIONS: SubmitOptions = {
+  package: '', options: '', timeout: '', priority: '1', machine: '', platform: '', tags: '', custom: '', owner: '',
+  memory: false, enforce_timeout: false, clock: '', unique: false
+}
+
+/** "2026-11-23T10:04" → "11-23-2026 10:04:00", the API's (Cuckoo's) %m-%d-%Y %H:%M:%S. */
+export function apiClock(local: string): string | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/.exec(local)
+  if (!m) return undefined
+  const [, y, mo, d, h, mi, s] = m
+  return `${mo}-${d}-${y} ${h}:${mi}:${s ?? '00'}`
+}
+
+/** The form fields for a create route; empty options are left out (the server's defaults apply). */
+export function toFields(o: SubmitOptions, kind: 'file' | 'url' | 'submit'): Record<string, string> {
+  const f: Record<string, string> = {}
+  for (const k of ['package', 'options', 'timeout', 'priority', 'machine', 'platform', 'tags', 'custom', 'owner'] as const) {
+    const v = o[k].trim()
+    if (v !== '') f[k] = v
+  }
+  if (o.memory) f.memory = '1'
+  if (o.enforce_timeout) f.enforce_timeout = '1'
+  const clock = apiClock(o.clock)
+  if (clock) f.clock = clock
+  if (kind === 'file' && o.unique) f.unique = '1'
+  return f
+}
+
+export function toForm(fields: Record<string, string>): FormData {
+  const form = new FormData()
+  for (const [k, v] of Object.entries(fields)) form.append(k, v)
+  return form
+}
+
+const HASH = /^(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128})$/i
+
+/** Splits pasted text (one target a line) into hashes of known samples and URLs. */
+export function parseTargets(text: string): { urls: string[]; hashes: string[] } {
+  const urls: string[] = []
+  const hashes: string[] = []
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim()
+    if (line === '' || line.startsWith('#')) continue
+    if (HASH.test(line)) hashes.push(line.toLowerCase())
+    else urls.push(line)
+  }
+  return { urls, hashes }
+}

@@ -1,0 +1,27 @@
+// One sample upload with progress. XMLHttpRequest, because fetch reports no upload progress.
+import { apiUrl, HttpError, type ConnectionId } from '../api/http'
+
+export interface UploadHandle { done: Promise<{ task_id: number }>; abort(): void }
+
+export function uploadFile(connection: ConnectionId, file: Blob, name: string, fields: Record<string, string>,
+  onProgress: (loaded: number, total: number) => void): UploadHandle {
+  const xhr = new XMLHttpRequest()
+  const done = apiUrl(connection, '/tasks/create/file').then((url) => new Promise<{ task_id: number }>((resolve, reject) => {
+    const form = new FormData()
+    for (const [k, v] of Object.entries(fields)) form.append(k, v)
+    form.append('file', file, name)
+    xhr.open('POST', url)
+    xhr.setRequestHeader('Accept', 'application/json')
+    xhr.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : file.size)
+    xhr.onload = () => {
+      let body: { task_id?: unknown; message?: unknown } = {}
+      try { body = JSON.parse(xhr.responseText) as typeof body } catch { /* not JSON: the status says it */ }
+      if (xhr.status >= 200 && xhr.status < 300 && typeof body.task_id === 'number') resolve({ task_id: body.task_id })
+      else reject(new HttpError(xhr.status, typeof body.message === 'string' ? body.message : `HTTP ${xhr.status}`))
+    }
+    xhr.onerror = () => reject(new HttpError(0, 'the server cannot be reached'))
+    xhr.onabort = () => reject(new HttpError(0, 'cancelled'))
+    xhr.send(form)
+  }))
+  return { done, abort: () => xhr.abort() }
+}

@@ -1,0 +1,171 @@
+// The task list: a virtual grid over every matching task (100,000 and more). Only the rows in
+// view (plus a margin) are in the DOM; their pages (PAGE_SIZE tasks) are fetched as they come
+// into view and stay cached, so scrolling back is instant. Live events and polling refresh the
+// pages in view without moving the scroll position.
+import { memo, useCallback, useEffect, useRef, useState, type JSX, type KeyboardEvent } from 'react'
+import { useQueries, useQueryClient } from '@tanstack/react-query'
+import { useVirtualizer } from '@tanstack/react-virtual'
+import { Link, useNavigate } from 'react-router'
+import type { ConnectionId } from '../api/http'
+import { SafeText, When } from '../components/text'
+import { ScoreBadge, StatusBadge } from '../components/status'
+import { fetchTaskPage, knownTotal, pageKey, PAGE_SIZE, targetName, type ListTask, type TaskFilter, type TaskPage } from './task-source'
+import { useTasksView } from './filter-store'
+
+const ROW_HEIGHT = 32
+export const COLUMNS = 'grid grid-cols-[5rem_8.5rem_minmax(0,1fr)_4.5rem_8rem_4rem_7rem] gap-x-3 items-center px-2'
+
+interface Props {
+  connection: ConnectionId
+  filter: TaskFilter
+  /** Whether the event stream is up; when not, the pages in view are polled. */
+  live: boolean
+  pollMs: number
+}
+
+/** A clock that ticks once a minute: relative dates stay right without re-rendering rows on every scroll. */
+function useMinuteClock(): Date {
+  const [now, setNow] = useState(() => new Date())
+  useEffect(() => {
+    const t = setInterval(() => setNow(new Date()), 60_000)
+    return () => clearInterval(t)
+  }, [])
+  return now
+}
+
+export function TaskTable({ connection, filter, live, pollMs }: Props): JSX.Element {
+  const qc = useQueryClient()
+  const navigate = useNavigate()
+  const scrollRef = useRef<HTMLDivElement>(null)
+  const selected = useTasksView((s) => s.selected)
+  const setSelected = useTasksView((s) => s.setSelected)
+  const now = useMinuteClock()
+
+  const total = knownTotal(qc, connection, filter) ?? 0
+  const virtualizer = useVirtualizer({
+    count: total,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => ROW_HEIGHT,
+    overscan: 10,
+    // No synchronous React render inside every scroll event: React batches them into frames.
+    useFlushSync: false,
+    // Coming back from a task: the list opens where it was left.
+    initialOffset: () => useTasksView.getState().scrollOffset
+  })
+
+  useEffect(() => () => useTasksView.getState().setScrollOffset(virtualizer.scrollOffset ?? 0), [virtualizer])
+
+  // A new filter or search starts at the top (the store reset the offset and selection).
+  const filterId = `${connection}|${filter.statuses.join(',')}|${filter.q}`
+  const firstFilter = useRef(filterId)
+  useEffect(() => {
+    if (firstFilter.current === filterId) return
+    firstFilter.current = filterId
+    virtualizer.scrollToOffset(0)
+  }, [filterId, virtualizer])
+
+  const items = virtualizer.getVirtualItems()
+  const firstPage = items.length ? Math.floor((items[0]?.index ?? 0) / PAGE_SIZE) : 0
+  const lastPage = items.length ? Math.floor((items[items.length - 1]?.index ?? 0) / PAGE_SIZE) : 0
+  const pages: number[] = []
+  for (let p = firstPage; p <= lastPage; p++) pages.push(p)
+
+  const results = useQueries({
+    queries: pages.map((page) => ({
+      queryKey: pageKey(connection, filter, page),
+      queryFn: ({ signal }: { signal: AbortSignal }) => fetchTaskPage(connection, filter, page, signal),
+      refetchInterval: live ? (false as const) : pollMs,
+      retry: 1
+    }))
+  })
+  const loaded = new Map<number, TaskPage>()
+  pages.forEach((page, i) => {
+    const data = results[i]?.data ?? qc.getQueryData<TaskPage>(pageKey(connection, filter, page))
+    if (data) loaded.set(page, data)
+  })
+  const taskAt = (index: number): ListTask | undefined => loaded.get(Math.floor(index / PAGE_SIZE))?.tasks[index % PAGE_SIZE]
+  const error = results.find((r) => r.error)?.error
+  const loading = results.some((r) => r.isPending)
+
+  const clamp = (i: number) => Math.max(0, Math.min(total - 1, i))
+  const select = (i: number) => {
+    const next = clamp(i)
+    setSelected(next)
+    virtualizer.scrollToIndex(next, { align: 'auto' })
+  }
+  const open = (i: number) => {
+    const task = taskAt(i) ?? qc.getQueryData<TaskPage>(pageKey(connection, filter, Math.floor(i / PAGE_SIZE)))?.tasks[i % PAGE_SIZE]
+    if (task) void navigate(`/tasks/${task.id}`)
+  }
+  // Rows are memoized: they get one stable callback that always calls the current `open`.
+  const openRef = useRef(open)
+  openRef.current = open
+  const onOpen = useCallback((i: number) => openRef.current(i), [])
+  const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
+    if (total === 0) return
+    const pageRows = Math.max(1, Math.floor((scrollRef.current?.clientHeight ?? ROW_HEIGHT * 10) / ROW_HEIGHT) - 1)
+    const moves: Record<string, number> = { ArrowDown: selected + 1, ArrowUp: selected - 1, PageDown: selected + pageRows, PageUp: selected - pageRows, Home: 0, End: total - 1 }
+    const to = moves[e.key]
+    if (to !== undefined) {
+      e.preventDefault()
+      select(to)
+    } else if (e.key === 'Enter') {
+      e.preventDefault()
+      open(selected)
+    }
+  }
+
+  return (
+    <div className="flex min-h-0 flex-1 flex-col rounded border border-zinc-200 dark:border-zinc-800">
+      <div role="presentation" className={`${COLUMNS} h-8 shrink-0 border-b border-zinc-200 bg-zinc-50 text-xs font-medium uppercase tracking-wide text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900`}>
+        <span>ID</span><span>Status</span><span>Target</span><span>Category</span><span>Machine</span><span>Score</span><span>Added</span>
+      </div>
+      {error ? <p role="alert" className="border-b border-red-200 bg-red-50 px-2 py-1 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-200">Cannot load tasks: {error.message}</p> : null}
+      <div ref={scrollRef} tabIndex={0} role="grid" aria-label="Tasks" aria-rowcount={total} aria-busy={loading}
+        aria-activedescendant={total > 0 ? `task-row-${selected}` : undefined} onKeyDown={onKeyDown}
+        className="relative min-h-0 flex-1 overflow-auto text-sm outline-none focus-visible:ring-2 focus-visible:ring-sky-500" style={{ contain: 'strict' }}>
+        {total === 0 && !loading && !error ? <p className="p-4 text-zinc-500">No tasks match.</p> : null}
+        <div style={{ height: virtualizer.getTotalSize(), position: 'relative', width: '100%' }}>
+          {items.map((item) => (
+            <TaskRow key={item.index} index={item.index} start={item.start} task={taskAt(item.index)} selected={item.index === selected} now={now}
+              onSelect={setSelected} onOpen={onOpen} />
+          ))}
+        </div>
+      </div>
+    </div>
+  )
+}
+
+interface RowProps {
+  index: number
+  start: number
+  task: ListTask | undefined
+  selected: boolean
+  now: Date
+  onSelect(index: number): void
+  onOpen(index: number): void
+}
+
+// Memoized: while scrolling, only rows entering the window render; the others keep their DOM.
+const TaskRow = memo(function TaskRow({ index, start, task, selected, now, onSelect, onOpen }: RowProps): JSX.Element {
+  return (
+    <div id={`task-row-${index}`} role="row" aria-rowindex={index + 1} aria-selected={selected} data-task-id={task?.id}
+      onClick={() => onSelect(index)} onDoubleClick={() => onOpen(index)}
+      className={`${COLUMNS} absolute left-0 top-0 w-full cursor-default border-b border-zinc-100 dark:border-zinc-900 ${selected ? 'bg-sky-100 dark:bg-sky-900/60' : 'hover:bg-zinc-50 dark:hover:bg-zinc-900'}`}
+      style={{ height: ROW_HEIGHT, transform: `translateY(${start}px)` }}>
+      {task ? (
+        <>
+          <span role="gridcell" className="tabular-nums"><Link to={`/tasks/${task.id}`} tabIndex={-1} className="text-sky-700 hover:underline dark:text-sky-400">{task.id}</Link></span>
+          <span role="gridcell"><StatusBadge status={task.status} /></span>
+          <span role="gridcell" className="truncate font-mono text-xs"><SafeText value={targetName(task)} /></span>
+          <span role="gridcell" className="text-zinc-600 dark:text-zinc-400">{task.category}</span>
+          <span role="gridcell" className="truncate"><SafeText value={task.machine ?? ('name' in task.guest ? task.guest.name : '')} /></span>
+          <span role="gridcell"><ScoreBadge score={task.score} /></span>
+          <span role="gridcell" className="text-zinc-600 dark:text-zinc-400"><When value={task.added_on} now={now} /></span>
+        </>
+      ) : (
+        <span role="gridcell" className="col-span-7 text-zinc-400">…</span>
+      )}
+    </div>
+  )
+})

@@ -1,0 +1,146 @@
+// @vitest-environment jsdom
+// The Tasks page against a real service holding thousands of tasks (inserted by SQL): only a
+// window of rows is in the DOM, state chips and search narrow the list, a state changed in the
+// database shows without a reload, and the keyboard moves the selection and opens a task.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { act, cleanup, render, screen, waitFor, within } from '@testing-library/react'
+import userEvent from '@testing-library/user-event'
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
+import { MemoryRouter, Route, Routes, useParams } from 'react-router'
+import { startHarness, type Harness } from '../../../../test/service-harness'
+import { setLocalApiBase } from '../api/http'
+import { TasksPage } from '../pages/Tasks'
+import { useTasksView } from './filter-store'
+
+const TASKS = 3000
+let h: Harness
+let hasSearch = false
+
+
+beforeAll(async () => {
+  h = await startHarness()
+  // Every 10th task is a file task with a sample of known hashes; the others are URL tasks.
+  h.sql(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${TASKS})
+    INSERT INTO samples (file_size, file_type, md5, crc32, sha1, sha256, sha512, ssdeep, added_on)
+    SELECT 100 + i, 'data', printf('%032x', i), 'ABCDEF01', printf('%040x', i), printf('%064x', i), printf('%0128x', i), NULL, '2026-01-01 00:00:00'
+    FROM n WHERE i % 10 = 0`)
+  h.sql(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${TASKS})
+    INSERT INTO tasks (category, target, sample_id, clock, added_on, status)
+    SELECT CASE WHEN i % 10 = 0 THEN 'file' ELSE 'url' END,
+           CASE WHEN i % 10 = 0 THEN '/data/storage/uploads/x/sample' || i || '.exe' ELSE 'http://site' || i || '.example/' END,
+           CASE WHEN i % 10 = 0 THEN (SELECT id FROM samples WHERE md5 = printf('%032x', i)) END,
+           '2026-01-01 00:00:00', '2026-01-01 00:00:00',
+           CASE WHEN i % 3 = 0 THEN 'reported' ELSE 'pending' END
+    FROM n`)
+  hasSearch = (await h.get('/aviary/tasks?limit=1')).status === 200
+  setLocalApiBase(h.url)
+  // jsdom has no layout: give scroll containers the height of a real window's list (640 px),
+  // so the virtualizer computes the window a browser would.
+  Object.defineProperty(HTMLElement.prototype, 'clientHeight', { configurable: true, get() { return this.getAttribute('role') === 'grid' ? 640 : 0 } })
+})
+afterAll(async () => {
+  cleanup()
+  await h.stop()
+})
+beforeEach(() => {
+  cleanup()
+  useTasksView.setState({ statuses: [], q: '', scrollOffset: 0, selected: 0 })
+})
+
+function TaskStub() {
+  return <p>task page {useParams().id}</p>
+}
+
+function renderPage(pollMs = 5_000) {
+  const qc = new QueryClient({ defaultOptions: { queries: { retry: false } } })
+  return render(
+    <QueryClientProvider client={qc}>
+      <MemoryRouter initialEntries={['/tasks']}>
+        <Routes>
+          <Route path="/tasks" element={<TasksPage pollMs={pollMs} />} />
+          <Route path="/tasks/:id" element={<TaskStub />} />
+        </Routes>
+      </MemoryRouter>
+    </QueryClientProvider>
+  )
+}
+
+const rows = () => screen.getByRole('grid', { name: 'Tasks' }).querySelectorAll('[role="row"][data-task-id]')
+const rowIds = () => [...rows()].map((r) => Number(r.getAttribute('data-task-id')))
+
+describe('Tasks page', () => {
+  it('renders only a window of the thousands of rows, with the total as scroll height', async () => {
+    renderPage()
+    await waitFor(() => expect(rows().length).toBeGreaterThan(0))
+    const grid = screen.getByRole('grid', { name: 'Tasks' })
+    // 640 px of 32 px rows plus overscan: a few dozen rows, never the whole list.
+    expect(rows().length).toBeGreaterThan(15)
+    expect(rows().length).toBeLessThan(60)
+    if (hasSearch) {
+      expect(grid.getAttribute('aria-rowcount')).toBe(String(TASKS))
+      expect(screen.getByTestId('task-count').textContent).toBe('3,000 tasks')
+      expect(rowIds()[0]).toBe(TASKS) // newest first
+      const inner = grid.firstElementChild?.nextElementSibling ?? grid.lastElementChild
+      expect((inner as HTMLElement).style.height).toBe(`${TASKS * 32}px`)
+    }
+    // A file task shows its name, not its stored path.
+    expect(within(grid).getAllByText(/^sample\d+\.exe$/).length).toBeGreaterThan(0)
+    expect(grid.textContent).not.toContain('/data/storage/uploads')
+  })
+
+  it('narrows the list with the state chips', async () => {
+    const user = userEvent.setup()
+    renderPage()
+    await waitFor(() => expect(rows().length).toBeGreaterThan(0))
+    await user.click(screen.getByRole('button', { name: 'reported' }))
+    expect(screen.getByRole('button', { name: 'reported' }).getAttribute('aria-pressed')).toBe('true')
+    await waitFor(() => {
+      const statuses = [...rows()].map((r) => r.querySelector('[data-status]')?.getAttribute('data-status'))
+      expect(statuses.length).toBeGreaterThan(0)
+      expect(new Set(statuses)).toEqual(new Set(['reported']))
+    })
+    if (hasSearch) await waitFor(() => expect(screen.getByTestId('task-count').textContent).toBe('1,000 tasks'))
+    await user.click(screen.getByRole('button', { name: 'all' }))
+    await waitFor(() => expect(new Set([...rows()].map((r) => r.querySelector('[data-status]')?.getAttribute('data-status')))).toEqual(new Set(['reported', 'pending'])))
+  })
+
+  it('searches by hash and by target once typing pauses', async (ctx) => {
+    if (!hasSearch) return ctx.skip()
+    const user = userEvent.setup()
+    renderPage()
+    await waitFor(() => expect(rows().length).toBeGreaterThan(0))
+    const box = screen.getByRole('searchbox', { name: 'Search tasks' })
+    await user.type(box, (1230).toString(16).padStart(64, '0'))
+    await waitFor(() => expect(rowIds()).toEqual([1230]))
+    await user.clear(box)
+    await user.type(box, 'site1234.example')
+    await waitFor(() => expect(rowIds()).toEqual([1234]))
+    expect(screen.getByTestId('task-count').textContent).toBe('1 task')
+  })
+
+  it('shows a state changed in the database without a reload (polling without an event stream)', async () => {
+    renderPage(300)
+    await waitFor(() => expect(rows().length).toBeGreaterThan(0))
+    const id = rowIds()[2] as number
+    const badge = () => screen.getByRole('grid').querySelector(`[data-task-id="${id}"] [data-status]`)?.getAttribute('data-status')
+    const before = badge()
+    const next = before === 'running' ? 'failed_analysis' : 'running'
+    h.sql('UPDATE tasks SET status = ? WHERE id = ?', next, id)
+    await waitFor(() => expect(badge()).toBe(next), { timeout: 5_000 })
+    expect(screen.getByRole('grid').querySelector(`[data-task-id="${id}"]`)).not.toBeNull()
+  })
+
+  it('moves the selection with the arrows and opens the task with Enter', async () => {
+    const user = userEvent.setup()
+    renderPage()
+    await waitFor(() => expect(rows().length).toBeGreaterThan(0))
+    const grid = screen.getByRole('grid', { name: 'Tasks' })
+    act(() => grid.focus())
+    await user.keyboard('{ArrowDown}{ArrowDown}{ArrowUp}')
+    expect(grid.getAttribute('aria-activedescendant')).toBe('task-row-1')
+    const selectedId = document.getElementById('task-row-1')?.getAttribute('data-task-id')
+    expect(document.getElementById('task-row-1')?.getAttribute('aria-selected')).toBe('true')
+    await user.keyboard('{Enter}')
+    expect(await screen.findByText(`task page ${selectedId}`)).toBeTruthy()
+  })
+})
