@@ -14,6 +14,19 @@ function showFiles(schema: unknown): unknown {
   return { ...s, properties: Object.fromEntries(Object.entries(props).map(([k, v]) => [k, showFiles(v)])) }
 }
 
+/**
+ * One params schema serves the short and the long form of a route (/tasks/list, /tasks/list/:limit,
+ * /tasks/list/:limit/:offset), but OpenAPI wants exactly the parameters of each path, all required.
+ */
+function onlyParamsOf(url: string, schema: unknown): unknown {
+  const s = schema as Json
+  const props = s.properties as Json | undefined
+  if (!props) return schema
+  const names = new Set([...url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]))
+  const kept = Object.fromEntries(Object.entries(props).filter(([k]) => names.has(k)))
+  return { ...s, properties: kept, required: Object.keys(kept) }
+}
+
 export function openApiOptions(version: string): SwaggerOptions {
   return {
     openapi: {
@@ -29,8 +42,11 @@ export function openApiOptions(version: string): SwaggerOptions {
       security: [{ bearer: [] }]
     },
     transform: ({ schema, url }) => {
-      if (!schema?.body) return { schema, url }
-      return { schema: { ...schema, body: showFiles(schema.body) } as typeof schema, url }
+      if (!schema) return { schema, url }
+      const out: Json = { ...schema }
+      if (schema.body) out.body = showFiles(schema.body)
+      if (schema.params) out.params = onlyParamsOf(url, schema.params)
+      return { schema: out as typeof schema, url }
     }
   }
 }

@@ -1,18 +1,20 @@
 // Client-supplied file names are hostile: they may carry directories (Windows or POSIX), NUL,
-// control or bidi characters, or be empty. They end up as a path component of the task target
-// and inside JSON, so they are reduced to one safe, printable component.
+// or be `..` or empty. They end up as a path component of the task target, so only what could
+// leave that component is neutralised: the name is cut to its last component after either
+// separator (as Cuckoo 2.0.3+ does), NUL becomes `_`, a name of dots only (`.`, `..`) or an empty
+// one gets the fallback, and an over-long one is shortened (file systems refuse > 255 bytes).
+// Everything else (unicode, bidi controls as in `invoice\u202Egpj.exe`, spaces, `:*?"<>|`) is
+// kept: the guest must see the name the sample came with; displays escape it, and the guest
+// side replaces what Windows refuses (guest/analysis-conf.ts guestFileName).
 
 const MAX_BYTES = 200
-// C0/C1 controls, DEL, bidi overrides and isolates, zero-width and BOM characters.
-// eslint-disable-next-line no-control-regex
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g
 
 /** The last path component of a client file name, made safe; `fallback` when nothing is left. */
 export function safeBaseName(raw: string | undefined | null, fallback: string): string {
   if (!raw) return fallback
   // Split on both separators: clients send "C:\\x\\foo.exe" as well as "/tmp/foo.exe".
   const last = raw.split(/[\\/]/).pop() ?? ''
-  let name = last.replace(UNSAFE, '').replace(/[:*?"<>|]/g, '_').trim()
+  let name = last.replaceAll('\u0000', '_')
   // A name made only of dots would be "." or ".." or hidden-but-empty: not a file name.
   if (/^\.*$/.test(name)) return fallback
   name = truncateUtf8(name, MAX_BYTES)

@@ -9,7 +9,7 @@ const optional = <T extends Record<string, TSchema>>(fields: T) =>
 
 export const BOOLEAN_PATTERN = '^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Yy][Ee][Ss]|[Nn][Oo]|[Oo][Nn]|[Oo][Ff][Ff])$'
 const Flag = (description: string) =>
-  allowed(Type.String({ pattern: BOOLEAN_PATTERN, description }), 'one of 1/0, true/false, yes/no, on/off (any case); empty means false')
+  allowed(Type.String({ pattern: BOOLEAN_PATTERN, description, examples: ['yes'] }), 'one of 1/0, true/false, yes/no, on/off (any case); empty means false')
 
 const Text = (description: string, maxLength = 4096) =>
   allowed(Type.String({ maxLength, description }), `text of at most ${maxLength} characters`)
@@ -18,7 +18,7 @@ const Text = (description: string, maxLength = 4096) =>
 export const FileField = (description: string) => Type.Unsafe<unknown>({ 'x-file': true, description })
 
 export const CommonTaskFields = optional({
-  package: allowed(Type.String({ maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'analysis package' }),
+  package: allowed(Type.String({ maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'analysis package', examples: ['exe'] }),
     'an analysis package name: letters, digits, _ . - (at most 64)'),
   timeout: allowed(Type.Integer({ minimum: 0, maximum: 86400, description: 'analysis timeout in seconds; 0 = default' }),
     'a whole number of seconds from 0 (the configured default) to 86400'),
@@ -26,14 +26,14 @@ export const CommonTaskFields = optional({
   options: Text('options for the analysis package, comma-separated key=value'),
   machine: allowed(Type.String({ maxLength: 255, description: 'machine name (or id, as older clients send)' }),
     'the name or id of a configured machine'),
-  platform: allowed(Type.String({ maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'platform to pick a machine from, e.g. windows' }),
+  platform: allowed(Type.String({ maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'platform to pick a machine from, e.g. windows', examples: ['windows'] }),
     'a platform name such as windows or linux'),
   tags: Text('comma-separated machine tags', 1024),
   custom: Text('custom string for analysis and processing/reporting modules'),
   owner: Text('owner of the task', 255),
   memory: Flag('take a full memory dump of the machine'),
   enforce_timeout: Flag('run for the whole timeout'),
-  clock: allowed(Type.String({ pattern: '^\\d{2}-\\d{2}-\\d{4} \\d{2}:\\d{2}:\\d{2}$', description: 'guest clock, %m-%d-%Y %H:%M:%S' }),
+  clock: allowed(Type.String({ pattern: '^\\d{2}-\\d{2}-\\d{4} \\d{2}:\\d{2}:\\d{2}$', description: 'guest clock, %m-%d-%Y %H:%M:%S', examples: ['01-31-2026 13:45:00'] }),
     'a date as MM-DD-YYYY HH:MM:SS')
 })
 
@@ -45,7 +45,7 @@ export const CreateFileBody = Type.Object({
 export type CreateFileBody = Static<typeof CreateFileBody>
 
 export const CreateUrlBody = Type.Object({
-  url: allowed(Type.String({ minLength: 1, maxLength: 8192, description: 'the URL to analyze' }),
+  url: allowed(Type.String({ minLength: 1, maxLength: 8192, description: 'the URL to analyze', examples: ['http://example.com/'] }),
     'an http or https URL (a URL without a scheme gets http://)'),
   ...CommonTaskFields
 })
@@ -54,14 +54,15 @@ export type CreateUrlBody = Static<typeof CreateUrlBody>
 export const SubmitBody = Type.Object({
   file: Type.Optional(FileField('one sample (as in create/file)')),
   files: Type.Optional(FileField('several samples; repeat the field')),
-  strings: Type.Optional(allowed(Type.String({ maxLength: 1048576, description: 'URLs or hashes of known samples, one per line' }),
+  strings: Type.Optional(allowed(Type.String({ maxLength: 1048576, description: 'URLs or hashes of known samples, one per line', examples: ['http://example.com/'] }),
     'URLs or md5/sha1/sha256/sha512 hashes, one per line')),
   ...CommonTaskFields
 })
 export type SubmitBody = Static<typeof SubmitBody>
 
+// In a path, decimal digits only (Flask's int converter): error-handler.ts answers anything else 404.
 const Id = (description: string) =>
-  allowed(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description }), 'a whole number from 1')
+  allowed(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description, examples: [1] }), 'a whole number from 1')
 
 export const TaskIdParams = Type.Object({ id: Id('task id') })
 export const ListParams = Type.Object({
@@ -70,7 +71,7 @@ export const ListParams = Type.Object({
 })
 export const ListQuery = Type.Object({
   completed_after: Type.Optional(allowed(Type.Integer({ minimum: 0, maximum: 253402300799, description: 'unix time; only tasks completed later' }), 'a unix time in whole seconds')),
-  status: Type.Optional(allowed(Type.String({ pattern: '^[a-z_]+$', description: 'only tasks in this status' }), 'a task status such as pending or reported')),
+  status: Type.Optional(allowed(Type.String({ pattern: '^[a-z_]+$', description: 'only tasks in this status', examples: ['reported'] }), 'a task status such as pending or reported')),
   owner: Type.Optional(Text('only tasks of this owner', 255))
 })
 export const RescheduleParams = Type.Object({
@@ -88,17 +89,17 @@ export const ArchiveQuery = Type.Object({
 })
 export const ScreenshotParams = Type.Object({
   id: Id('task id'),
-  screenshot: Type.Optional(allowed(Type.String({ pattern: '^[0-9]{1,6}(?:_small)?$', description: 'screenshot number such as 0001' }),
+  screenshot: Type.Optional(allowed(Type.String({ pattern: '^[0-9]{1,6}(?:_small)?$', description: 'screenshot number such as 0001', examples: ['0001'] }),
     'a screenshot number such as 0001 (or 0001_small for its thumbnail)'))
 })
 export const MemoryParams = Type.Object({
   id: Id('task id'),
-  pid: allowed(Type.String({ pattern: '^[A-Za-z0-9_.x-]{1,128}$', description: 'a name from /memory/list, e.g. 1234-1' }),
+  pid: allowed(Type.String({ pattern: '^[A-Za-z0-9_.x-]{1,128}$', description: 'a name from /memory/list, e.g. 1234-1', examples: ['1234-1'] }),
     'a dump name from /memory/list/{id}, such as 1234-1')
 })
 export const PcapParams = Type.Object({ task: Id('task id') })
 export const SampleIdParams = Type.Object({ sample_id: Id('sample id') })
-export const Md5Params = Type.Object({ md5: allowed(Type.String({ pattern: '^[0-9a-fA-F]{32}$' }), '32 hex digits') })
-export const Sha256Params = Type.Object({ sha256: allowed(Type.String({ pattern: '^[0-9a-fA-F]{64}$' }), '64 hex digits') })
+export const Md5Params = Type.Object({ md5: allowed(Type.String({ pattern: '^[0-9a-fA-F]{32}$', examples: ['d41d8cd98f00b204e9800998ecf8427e'] }), '32 hex digits') })
+export const Sha256Params = Type.Object({ sha256: allowed(Type.String({ pattern: '^[0-9a-fA-F]{64}$', examples: ['e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'] }), '64 hex digits') })
 export const FileIdParams = Type.Object({ id: allowed(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), 'a whole number from 1') })
 export const MachineNameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 255 }) })

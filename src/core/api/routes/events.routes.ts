@@ -41,7 +41,10 @@ export const eventsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base
       tags: ['status'],
       summary: 'Server-sent events: `task` ({"task": Task}), `task_deleted` ({"id"}), `stage` (a timeline entry with task_id), `machine` ({"machine": Machine})',
       querystring: EventsQuery,
-      produces: ['text/event-stream']
+      response: {
+        200: { description: 'the event stream', content: { 'text/event-stream': { schema: Type.String() } } },
+        400: { description: 'a bad query', content: { 'application/json': { schema: ErrorBody } } }
+      }
     }
   }, (request, reply) => {
     const only = request.query.task
