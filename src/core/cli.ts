@@ -184,6 +184,7 @@ async function serve(o: ServeOptions): Promise<number> {
   try {
     const { url } = await service.start()
     process.stderr.write(`aviary: analysis API on ${url} (data: ${dataDir})\n`)
+    process.stderr.write(`UI: ${url}/\n`)
   } catch (err) {
     process.stderr.write(`aviary: cannot start: ${(err as Error).message}\n`)
     return 1

@@ -23,6 +23,9 @@ import { Scheduler } from './scheduler/scheduler'
 import { recoverAfterRestart } from './scheduler/recovery'
 import { Processor } from './processing/processor'
 import type { FileTypeDetector } from './hashing/magic'
+import { FleetService } from './fleet/fleet.service'
+import { MachineLocks } from './db/machine-locks'
+import { TaskScores } from './db/task-search'
 
 export interface EngineLog {
   info(msg: string): void
@@ -64,8 +67,17 @@ export class Engine {
   private readonly retired: DriverSet[] = []
   private running: Running | null = null
   private readonly onConfigChange = () => this.reloadConfig()
+  /** Machine controls for the API (start, stop, revert, screenshot, doctor) while the engine runs. */
+  readonly fleet: FleetService
 
-  constructor(private readonly o: EngineOptions) {}
+  constructor(private readonly o: EngineOptions) {
+    this.fleet = new FleetService({
+      machines: o.machines, locks: new MachineLocks(o.db), machinesFile: o.layout.machinesConfig,
+      driver: (kind) => this.drivers!.get(kind),
+      running: () => this.running !== null,
+      released: () => this.running?.scheduler.kick()
+    })
+  }
 
   /** Loads machines.json (a bad one throws: the service does not start on a fleet it cannot read). */
   start(): void {
@@ -104,7 +116,7 @@ export class Engine {
     const yaraDir = path.join(o.layout.root, 'yara')
     const processor = new Processor({
       layout: o.layout, queue, tasks: o.tasks, samples: o.samples, timeline: o.timeline, bus: o.bus,
-      detectType: o.detectType, aviaryVersion: o.aviaryVersion, log: o.log,
+      detectType: o.detectType, aviaryVersion: o.aviaryVersion, log: o.log, scores: new TaskScores(o.db),
       yaraRules: () => (existsSync(yaraDir) ? yaraDir : null)
     })
     this.running = { processor, scheduler, runner, resultServer }
@@ -156,6 +168,7 @@ export class Engine {
     this.running = null
     unwatchFile(this.o.layout.machinesConfig, this.onConfigChange)
     r.scheduler.stop()
+    await this.fleet.idle()
     await r.runner.stop()
     await r.processor.stop()
     await r.resultServer.stop()

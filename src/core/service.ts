@@ -21,7 +21,13 @@ import { SubmitService } from './submit/submit.service'
 import { TasksService } from './tasks/tasks.service'
 import { ResultsService } from './results/results.service'
 import { StatusService } from './status/status.service'
+import { AviaryStatsService } from './status/aviary-stats.service'
+import { TaskSearch } from './db/task-search'
+import { TaskStats } from './db/task-stats'
 import { buildApp, type App } from './api/app'
+import { defaultUiDir } from './api/ui-static'
+import { ConnectionsRepository } from './connections/connections.repository'
+import { ConnectionsService } from './connections/connections.service'
 import { DEFAULT_HOST, DEFAULT_MAX_UPLOAD, DEFAULT_PORT, VERSION, defaultTaskCacheBytes } from './config'
 import type { UnpackLimits } from './submit/unpack'
 
@@ -53,12 +59,15 @@ export interface ServiceOptions {
    * tasks wait as `pending` (the API tests use this to own every task state themselves).
    */
   engine?: boolean
+  /** The built UI served at `/` (default: out/renderer next to the bundle); null serves none. */
+  uiDir?: string | null
 }
 
 interface Running {
   app: App
   engine: Engine | null
   db: Db
+  bus: EventBus
   pool: HashPool
   unlock: () => void
   url: string
@@ -80,6 +89,11 @@ export class AviaryService {
   /** The running engine (tests reload machines.json through it instead of waiting for the poll). */
   get engine(): Engine | null {
     return this.running?.engine ?? null
+  }
+
+  /** Task and machine events of the running service (the desktop shell notifies from them). */
+  get events(): EventBus | null {
+    return this.running?.bus ?? null
   }
 
   start(): Promise<{ url: string }> {
@@ -121,6 +135,11 @@ export class AviaryService {
           taskRows: tasks,
           timeline,
           bus,
+          connections: new ConnectionsService(new ConnectionsRepository(db)),
+          taskSearch: new TaskSearch(db),
+          aviaryStats: new AviaryStatsService(new TaskStats(db), machines, layout.root),
+          // The engine is made after the app: read when a request comes.
+          get fleet() { return engine?.fleet ?? null },
           requestExit: () => (this.opts.onExitRequest ?? (() => void this.stop()))()
         },
         {
@@ -128,7 +147,8 @@ export class AviaryService {
           maxUploadBytes,
           apiToken: this.opts.apiToken,
           debug: this.opts.debug ?? false,
-          allowedOrigins: this.opts.allowedOrigins ?? []
+          allowedOrigins: this.opts.allowedOrigins ?? [],
+          uiDir: this.opts.uiDir === undefined ? defaultUiDir() : this.opts.uiDir
         }
       )
       if (this.opts.engine ?? true) {
@@ -147,7 +167,7 @@ export class AviaryService {
       await app.listen({ host: this.opts.host ?? DEFAULT_HOST, port: this.opts.port ?? DEFAULT_PORT })
       const address = app.server.address() as AddressInfo
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
-      this.running = { app, engine, db, pool, unlock, url: `http://${host}:${address.port}` }
+      this.running = { app, engine, db, bus, pool, unlock, url: `http://${host}:${address.port}` }
       return { url: this.running.url }
     } catch (err) {
       await engine?.stop()

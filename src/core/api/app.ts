@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import formbody from '@fastify/formbody'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { installErrorHandling } from './error-handler'
+import { MAX_PARAM_LENGTH, installErrorHandling, routerErrors } from './error-handler'
 import { installSecurity } from './security'
 import { openApiOptions } from './openapi'
 import type { ApiContext } from './context'
@@ -14,6 +14,11 @@ import { resultsRoutes } from './routes/results.routes'
 import { filesRoutes } from './routes/files.routes'
 import { statusRoutes } from './routes/status.routes'
 import { eventsRoutes } from './routes/events.routes'
+import { aviaryStatsRoutes } from './routes/aviary-stats.routes'
+import { aviaryTasksRoutes } from './routes/aviary-tasks.routes'
+import { aviaryMachinesRoutes } from './routes/aviary-machines.routes'
+import { aviaryConnectionsRoutes } from './routes/aviary-connections.routes'
+import { isPublicUiRequest, uiStaticRoutes } from './ui-static'
 
 export type App = FastifyInstance
 
@@ -23,6 +28,8 @@ export interface AppOptions {
   apiToken?: string | undefined
   allowedOrigins?: string[]
   debug?: boolean
+  /** The built renderer served at `/`; null: a page saying how to build it. */
+  uiDir?: string | null
 }
 
 export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> {
@@ -30,7 +37,8 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
     logger: { level: opts.logLevel ?? 'info' },
     logController: new LogController({ disableRequestLogging: !opts.debug }),
     bodyLimit: 4 * 1024 * 1024,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: routerErrors,
     ajv: {
       customOptions: {
         coerceTypes: true,
@@ -48,7 +56,7 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   app.setSerializerCompiler(() => (data) => JSON.stringify(data))
 
   installErrorHandling(app, opts.maxUploadBytes)
-  installSecurity(app, { apiToken: opts.apiToken, allowedOrigins: opts.allowedOrigins })
+  installSecurity(app, { apiToken: opts.apiToken, allowedOrigins: opts.allowedOrigins, isPublic: isPublicUiRequest })
   await app.register(swagger, openApiOptions(ctx.version))
   await app.register(formbody, { bodyLimit: 4 * 1024 * 1024 })
   await app.register(createRoutes(ctx, opts.maxUploadBytes))
@@ -57,6 +65,9 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   await app.register(filesRoutes(ctx))
   await app.register(statusRoutes(ctx, { debug: opts.debug ?? false }))
   await app.register(eventsRoutes(ctx))
+  for (const routes of [aviaryStatsRoutes, aviaryTasksRoutes, aviaryMachinesRoutes]) await app.register(routes(ctx))
+  await app.register(aviaryConnectionsRoutes(ctx))
+  await app.register(uiStaticRoutes(opts.uiDir ?? null))
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app
 }

@@ -9,6 +9,10 @@ import type { MachinesRepository } from '../db/machines.repository'
 import type { TasksRepository } from '../db/tasks.repository'
 import type { TimelineRepository } from '../db/timeline.repository'
 import type { EventBus } from '../events/event-bus'
+import type { TaskSearch } from '../db/task-search'
+import type { AviaryStatsService } from '../status/aviary-stats.service'
+import type { Fleet } from '../fleet/fleet.service'
+import type { ConnectionsService } from '../connections/connections.service'
 
 export interface ApiContext {
   version: string
@@ -22,6 +26,13 @@ export interface ApiContext {
   taskRows: TasksRepository
   timeline: TimelineRepository
   bus: EventBus
+  /** Saved remote instances and dispatchers (and the proxy to them). */
+  connections: ConnectionsService
+  /** The UI's task list: filters, search, paging (GET /aviary/tasks). */
+  taskSearch: TaskSearch
+  aviaryStats: AviaryStatsService
+  /** Machine controls and the doctor, from the running engine; null while it is off. */
+  readonly fleet: Fleet | null
   /** Stops the service (GET /exit in debug mode). */
   requestExit: () => void
 }

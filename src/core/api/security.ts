@@ -10,6 +10,8 @@ export interface SecurityOptions {
   apiToken?: string | undefined
   /** Origins (scheme://host:port) allowed to call from a browser besides the service itself. */
   allowedOrigins?: string[] | undefined
+  /** Requests for public files (the UI's), which need neither the token nor a same-origin page. */
+  isPublic?: ((method: string, url: string | undefined) => boolean) | undefined
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest()
@@ -20,6 +22,8 @@ export function installSecurity(app: FastifyInstance, opts: SecurityOptions): vo
 
   // Hooks run on every request: synchronous, no allocations beyond what a check needs.
   app.addHook('onRequest', (request, reply, done) => {
+    // Static files change nothing, so a link from elsewhere may open the UI; its API calls are checked.
+    if (opts.isPublic?.(request.method, request.url)) return done()
     const origin = request.headers.origin
     const site = request.headers['sec-fetch-site']
     if (origin !== undefined || site !== undefined) {
@@ -45,7 +49,10 @@ export function installSecurity(app: FastifyInstance, opts: SecurityOptions): vo
   })
 
   app.addHook('onSend', (_request, reply, payload, done) => {
+    const cache = reply.getHeader('Cache-Control')
     reply.headers(PROTECTIVE)
+    // The UI's hashed assets say they are immutable; everything else is revalidated.
+    if (cache !== undefined) reply.header('Cache-Control', cache)
     // Reports describe malware: whatever HTML they hold runs in an opaque, script-less sandbox.
     if (!reply.hasHeader('Content-Security-Policy')) reply.header('Content-Security-Policy', CSP)
     done(null, payload)
@@ -59,7 +66,8 @@ const PROTECTIVE = {
 }
 const CSP = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-ancestors 'none'"
 const PREFLIGHT = {
-  'Access-Control-Allow-Methods': 'GET, HEAD, POST',
+  // PUT and DELETE: saved connections are edited from the desktop renderer, and its proxy passes any method.
+  'Access-Control-Allow-Methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
   'Access-Control-Allow-Headers': 'Authorization, Content-Type, Range',
   'Access-Control-Max-Age': '600'
 }

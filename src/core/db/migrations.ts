@@ -190,5 +190,32 @@ export const migrations: Migration[] = [
         UPDATE task_json SET json = (SELECT json FROM task_api_json WHERE id = NEW.task_id) WHERE id = NEW.task_id;
       END;
     `
+  },
+  {
+    version: 3,
+    name: 'the UI: scores and stats',
+    sql: `
+      -- report.json's info.score, stored when processing writes the report (the task list shows it).
+      ALTER TABLE tasks ADD COLUMN score REAL;
+      -- Tasks added per day (GET /aviary/stats); counts by status and tasks finished per day
+      -- come from tasks_status_list (status, completed_on, id) alone.
+      CREATE INDEX tasks_added ON tasks(added_on);
+    `
+  },
+  {
+    // Saved connections (src/core/connections): a separate entry from the UI's migration 3.
+    version: 4,
+    name: 'saved connections to remote instances and dispatchers',
+    sql: `
+      -- The UI reaches these through the local service's proxy: the token stays here, never in a page.
+      CREATE TABLE connections (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        name       TEXT NOT NULL,
+        url        TEXT NOT NULL,
+        kind       TEXT NOT NULL CHECK (kind IN ('analysis', 'dispatcher')),
+        token      TEXT,
+        created_on TEXT NOT NULL
+      );
+    `
   }
 ]

@@ -27,6 +27,8 @@ export interface ProcessorDeps {
   yaraRules: () => string | null
   aviaryVersion: string
   log: { info(msg: string): void; error(msg: string): void }
+  /** Where the score goes for task lists (db/task-search.ts). */
+  scores?: { set(id: number, score: number | null): void }
 }
 
 export class Processor {
@@ -84,6 +86,7 @@ export class Processor {
         log: (m) => d.log.info(`task ${id}: processing: ${m}`)
       }, { detectType: d.detectType, aviaryVersion: d.aviaryVersion })
       for (const e of result.errors) d.queue.addError(id, `processing: ${e}`)
+      d.scores?.set(id, result.score)
       if (d.queue.move(id, 'completed', 'reported')) {
         d.timeline.add(id, 'reported', `score ${result.score}, in ${((Date.now() - started) / 1000).toFixed(1)} s`)
       }

@@ -1,0 +1,154 @@
+// What the UI may do to the machines of a running engine: start, stop and revert one, take a live
+// screenshot, and run the doctor. Routes get this narrow interface (api/context.ts), never a
+// driver. A start, stop or revert takes the machine's lock as a task would, so the scheduler
+// leaves the machine alone meanwhile and a machine running a task is refused (409); the scheduler
+// is woken when the lock is released.
+import sharp from 'sharp'
+import type { MachineRow, MachinesRepository } from '../db/machines.repository'
+import type { MachineLocks } from '../db/machine-locks'
+import { MachineError, type DriverMachine, type MachineDriver } from '../machinery/driver'
+import type { DriverKind } from '../machinery/machines-config'
+import { decodeFrame, JPEG_QUALITY } from '../capture/screenshots'
+import { runDoctor, type DoctorReport } from '../doctor/doctor'
+import { notFound } from '../errors'
+import { ErrorCodes } from '../../shared/errors'
+import { conflict, engineNotRunning } from './fleet-errors'
+
+export interface Fleet {
+  start(name: string): Promise<MachineRow>
+  stop(name: string): Promise<MachineRow>
+  /** Back to its snapshot (running, for a live snapshot). */
+  revert(name: string): Promise<MachineRow>
+  /** A JPEG of the machine's display now. */
+  screenshot(name: string): Promise<Buffer>
+  /** `aviary doctor`'s findings; deep checks only the machines no task is using. Cached 30 s. */
+  doctor(deep: boolean): Promise<DoctorReport>
+}
+
+export interface FleetDeps {
+  machines: MachinesRepository
+  locks: MachineLocks
+  driver(kind: DriverKind): MachineDriver
+  /** The engine runs (drivers may be used). */
+  running(): boolean
+  /** A machine's lock was released: tasks waiting for it may start. */
+  released(): void
+  machinesFile: string
+}
+
+const DOCTOR_CACHE_MS = 30_000
+
+export class FleetService implements Fleet {
+  private readonly inFlight = new Set<Promise<unknown>>()
+  private readonly doctorCache = new Map<boolean, { at: number; report: Promise<DoctorReport> }>()
+
+  constructor(private readonly d: FleetDeps) {}
+
+  start(name: string): Promise<MachineRow> {
+    return this.withLock(name, 'start', async (driver, dm) => {
+      if ((await driver.state(dm).catch(() => 'error')) !== 'running') await driver.start(dm)
+    })
+  }
+
+  stop(name: string): Promise<MachineRow> {
+    return this.withLock(name, 'stop', (driver, dm) => driver.stop(dm))
+  }
+
+  revert(name: string): Promise<MachineRow> {
+    return this.withLock(name, 'revert', async (driver, dm, row) => {
+      if (!driver.capabilities.snapshots) throw conflict(`${row.name} is a ${row.driver} machine: it has no snapshot to revert to`)
+      await driver.start(dm) // the drivers' start is a revert to the snapshot, then a start if needed
+    })
+  }
+
+  async screenshot(name: string): Promise<Buffer> {
+    const row = this.machine(name)
+    const driver = this.d.driver(row.driver as DriverKind)
+    if (!driver.capabilities.screenshots) throw conflict(`${row.name} is a ${row.driver} machine: its driver cannot take screenshots`)
+    const dm = driverMachine(row)
+    const state = await driver.state(dm).catch(() => 'error')
+    if (state !== 'running') throw conflict(`${row.name} is not running (${state}): there is no screen to show`)
+    const frame = await this.track(driver.screenshot(dm).then(decodeFrame)).catch((err: unknown) => {
+      throw err instanceof MachineError ? conflict(`screenshot of ${row.name} failed: ${err.message}`) : err
+    })
+    return sharp(frame.data, { raw: { width: frame.width, height: frame.height, channels: frame.channels } })
+      .jpeg({ quality: JPEG_QUALITY }).toBuffer()
+  }
+
+  doctor(deep: boolean): Promise<DoctorReport> {
+    this.ensureRunning()
+    const cached = this.doctorCache.get(deep)
+    if (cached && Date.now() - cached.at < DOCTOR_CACHE_MS) return cached.report
+    const report = this.track(deep ? this.deepDoctor() : runDoctor({ machinesFile: this.d.machinesFile, deep: false }))
+    this.doctorCache.set(deep, { at: Date.now(), report })
+    report.catch(() => this.doctorCache.delete(deep))
+    return report
+  }
+
+  /** Resolves once no action started here is still using a driver (the engine stops after). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight])
+  }
+
+  /** Deep checks revert, start and stop machines: only those no task uses, locked meanwhile. */
+  private async deepDoctor(): Promise<DoctorReport> {
+    const rows = this.d.machines.list()
+    const taken = rows.filter((m) => this.d.locks.tryLock(m.id))
+    try {
+      const busy = rows.filter((m) => !taken.includes(m))
+      const report = await runDoctor({ machinesFile: this.d.machinesFile, deep: taken.length > 0, only: taken.map((m) => m.name) })
+      for (const m of busy) {
+        const skipped = { check: 'deep check', ok: true, detail: 'not checked: the machine is in use by a task' }
+        const entry = report.machines.find((r) => r.name === m.name)
+        if (entry) entry.findings.push(skipped)
+        else if (taken.length > 0) report.machines.push({ name: m.name, driver: m.driver, findings: [skipped] })
+      }
+      return report
+    } finally {
+      for (const m of taken) this.d.machines.unlock(m.id)
+      if (taken.length > 0) this.d.released()
+    }
+  }
+
+  private async withLock(name: string, action: string,
+    fn: (driver: MachineDriver, dm: DriverMachine, row: MachineRow) => Promise<void>): Promise<MachineRow> {
+    const row = this.machine(name)
+    if (!this.d.locks.tryLock(row.id)) {
+      throw conflict(`${row.name} is locked by a running task (or another start, stop or revert): try again when it is released`)
+    }
+    const driver = this.d.driver(row.driver as DriverKind)
+    const dm = driverMachine(row)
+    try {
+      await this.track(fn(driver, dm, row)).catch((err: unknown) => {
+        throw err instanceof MachineError ? conflict(`${action} of ${row.name} failed: ${err.message}`) : err
+      })
+      await driver.state(dm).then((st) => this.d.machines.setStatus(row.id, st), () => undefined)
+    } finally {
+      this.d.machines.unlock(row.id)
+      this.d.released()
+    }
+    return this.d.machines.findByName(row.name) ?? row
+  }
+
+  private machine(name: string): MachineRow {
+    const row = this.d.machines.findByName(name)
+    if (!row) throw notFound('Machine not found', ErrorCodes.MACHINE_NOT_FOUND)
+    this.ensureRunning()
+    return row
+  }
+
+  private ensureRunning(): void {
+    if (!this.d.running()) throw engineNotRunning()
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.inFlight.add(p)
+    const done = () => this.inFlight.delete(p)
+    p.then(done, done)
+    return p
+  }
+}
+
+function driverMachine(row: MachineRow): DriverMachine {
+  return { name: row.name, label: row.label, ip: row.ip, snapshot: row.snapshot, platform: row.platform, interface: row.interface, options: JSON.parse(row.options) as string[] }
+}
