@@ -10,6 +10,8 @@ import { registerAppScheme, serveRenderer } from './protocol'
 import { rendererOrigin } from './renderer-location'
 import { denyAllPermissions, guardAllWebContents } from './security'
 import { startService } from './service'
+import { showNotification } from './notify'
+import { watchFinishedTasks } from './task-notifications'
 import { createMainWindow } from './window'
 
 const mainDir = path.dirname(fileURLToPath(import.meta.url))
@@ -67,7 +69,11 @@ function run(): void {
       dialog.showErrorBox('Aviary could not start', `The analysis service did not start: ${(err as Error).message ?? err}`)
       app.quit()
     })
-    registerIpc({ apiBaseUrl: () => apiBaseUrl })
+    registerIpc({ apiBaseUrl: () => apiBaseUrl, showWindow })
+    // A finished analysis is worth a notification even when the window is in the background.
+    service.then((s) => {
+      if (s.events) watchFinishedTasks(s.events, (n) => showNotification(n.title, n.body, showWindow))
+    }).catch(() => undefined)
     showWindow()
   }).catch((err: unknown) => {
     console.error(err)

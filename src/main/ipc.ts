@@ -2,14 +2,19 @@
 // to come from the top frame of one of the app's windows showing the app's own page, and every
 // argument is validated: the renderer is treated as untrusted input.
 import path from 'node:path'
-import { BrowserWindow, dialog, ipcMain, shell, type IpcMainInvokeEvent, type OpenDialogOptions } from 'electron'
+import { app, BrowserWindow, dialog, ipcMain, shell, type IpcMainInvokeEvent, type OpenDialogOptions, type SaveDialogOptions } from 'electron'
 import { BridgeChannels } from '../shared/bridge'
 import { isAppUrl } from './renderer-location'
 import { externalHttpUrl } from './security'
+import { downloadTo, safeFileName, serviceUrl } from './downloads'
+import { showNotification } from './notify'
+import { visible } from './task-notifications'
 
 export interface IpcDeps {
   /** Resolves once the service listens. */
   apiBaseUrl(): Promise<string>
+  /** Brings the main window forward (a notification was clicked). */
+  showWindow(): void
 }
 
 function isTrustedSender(event: IpcMainInvokeEvent): boolean {
@@ -44,5 +49,21 @@ export function registerIpc(deps: IpcDeps): void {
     const url = externalHttpUrl(value)
     if (!url) throw new Error('openExternal: only http and https URLs are opened')
     await shell.openExternal(url)
+  })
+
+  handle(BridgeChannels.saveDownload, async (event, value, suggested) => {
+    const url = serviceUrl(value, await deps.apiBaseUrl())
+    if (!url) throw new Error('saveDownload: only URLs of the local service are downloaded')
+    const options: SaveDialogOptions = { title: 'Save', defaultPath: path.join(app.getPath('downloads'), safeFileName(suggested)) }
+    const win = BrowserWindow.fromWebContents(event.sender)
+    const result = win ? await dialog.showSaveDialog(win, options) : await dialog.showSaveDialog(options)
+    if (result.canceled || !result.filePath) return null
+    await downloadTo(url, result.filePath)
+    return result.filePath
+  })
+
+  handle(BridgeChannels.notify, (_event, title, body) => {
+    if (typeof title !== 'string' || typeof body !== 'string') throw new Error('notify: a title and a body are required')
+    showNotification(visible(title).slice(0, 200), visible(body).slice(0, 1000), deps.showWindow)
   })
 }

@@ -8,7 +8,9 @@ const bridge: AviaryBridge = {
   apiBaseUrl: () => ipcRenderer.invoke(BridgeChannels.apiBaseUrl),
   openFileDialog: () => ipcRenderer.invoke(BridgeChannels.openFileDialog),
   revealInFolder: (path) => ipcRenderer.invoke(BridgeChannels.revealInFolder, path),
-  openExternal: (url) => ipcRenderer.invoke(BridgeChannels.openExternal, url)
+  openExternal: (url) => ipcRenderer.invoke(BridgeChannels.openExternal, url),
+  saveDownload: (url, suggestedName) => ipcRenderer.invoke(BridgeChannels.saveDownload, url, suggestedName),
+  notify: (title, body) => ipcRenderer.invoke(BridgeChannels.notify, title, body)
 }
 
 contextBridge.exposeInMainWorld('aviary', bridge)

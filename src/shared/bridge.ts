@@ -11,6 +11,14 @@ export interface AviaryBridge {
   revealInFolder(path: string): Promise<void>
   /** Opens an http(s) URL in the default browser; other schemes are refused. */
   openExternal(url: string): Promise<void>
+  /**
+   * Native "save as" dialog, then the main process downloads `url` (a URL of the local service,
+   * e.g. a memory dump or a remote's pcap through the proxy) to the chosen file. Resolves to the
+   * saved path, or null when cancelled.
+   */
+  saveDownload(url: string, suggestedName: string): Promise<string | null>
+  /** A desktop notification (the main process also notifies by itself when a task finishes). */
+  notify(title: string, body: string): Promise<void>
 }
 
 /** IPC channels between the preload script and the main process. */
@@ -18,5 +26,7 @@ export const BridgeChannels = {
   apiBaseUrl: 'aviary:api-base-url',
   openFileDialog: 'aviary:open-file-dialog',
   revealInFolder: 'aviary:reveal-in-folder',
-  openExternal: 'aviary:open-external'
+  openExternal: 'aviary:open-external',
+  saveDownload: 'aviary:save-download',
+  notify: 'aviary:notify'
 } as const satisfies Record<keyof AviaryBridge, string>
