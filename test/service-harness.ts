@@ -63,6 +63,6 @@ export async function startHarness(opts: Partial<ServiceOptions> & { machines?: 
 export function form(fields: Record<string, string>, files: { field?: string; name: string; data: Uint8Array | string }[] = []): FormData {
   const f = new FormData()
   for (const [k, v] of Object.entries(fields)) f.append(k, v)
-  for (const file of files) f.append(file.field ?? 'file', new Blob([file.data as BlobPart]), file.name)
+  for (const file of files) f.append(file.field ?? 'file', new Blob([typeof file.data === 'string' ? file.data : Buffer.from(file.data)]), file.name)
   return f
 }

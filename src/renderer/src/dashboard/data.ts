@@ -2,17 +2,9 @@
 // /cuckoo/status every Cuckoo-compatible server has (no per-day history, fewer states). Both are
 // reduced to one shape here so the charts do not care where the numbers came from.
 import { fetchJson, HttpError, type ConnectionId } from '../api/http'
+import type { AviaryStats } from '../../../shared/api/ui-schemas'
 
-// Declared here until src/shared/api/ui-schemas.ts (being written) exports the TypeBox type of
-// GET /aviary/stats; the fields follow brief H2a.
-export interface AviaryStats {
-  tasks: Record<string, number>
-  per_day: { day: string; added: number; finished: number }[]
-  machines: { available: number; total: number }
-  disk: { total: number; free: number; used: number }
-  cpu: { load: number[]; cores: number }
-  memory: { total: number; free: number }
-}
+export type { AviaryStats }
 
 /** The parts of /cuckoo/status the Dashboard reads (Cuckoo 2 and Aviary both answer them). */
 export interface CuckooStatus {
@@ -42,12 +34,12 @@ export interface DashboardData {
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null)
 
 export function fromStats(s: AviaryStats): DashboardData {
-  const states = Object.entries(s.tasks).map(([status, count]) => ({ status, count }))
+  const states = Object.entries(s.tasks.by_status).map(([status, count]) => ({ status, count }))
   return {
     source: 'stats',
     states,
-    total: states.reduce((a, b) => a + b.count, 0),
-    perDay: s.per_day,
+    total: s.tasks.total,
+    perDay: s.days.map((d) => ({ day: d.date, added: d.added, finished: d.finished })),
     machines: s.machines,
     disk: s.disk,
     cpu: { load: s.cpu.load, cores: s.cpu.cores },

@@ -3,14 +3,15 @@
 import { useEffect, useState } from 'react'
 import { apiUrl, fetchJson, HttpError, sendJson, type ConnectionId } from '../api/http'
 import type { Machine } from '../../../shared/api/schemas'
+import type { DoctorAnswer, Finding as SharedFinding } from '../../../shared/api/ui-schemas'
 
 export type { Machine }
 export type MachineAction = 'start' | 'stop' | 'revert'
 
-// Declared here until src/shared/api/ui-schemas.ts exports them: doctor.ts's own shape, plus an
-// optional `level` should the engine ever grade a finding as a warning rather than a failure.
-export interface Finding { check: string; ok: boolean; detail: string; fix?: string; level?: 'ok' | 'warn' | 'fail' }
-export interface DoctorReport { ok: boolean; config: Finding; machines: { name: string; driver: string; findings: Finding[] }[] }
+// doctor.ts's shape (GET /aviary/doctor), plus an optional `level` should the engine ever grade
+// a finding as a warning rather than a failure.
+export type Finding = SharedFinding & { level?: 'ok' | 'warn' | 'fail' }
+export type DoctorReport = Omit<DoctorAnswer, 'config' | 'machines'> & { config: Finding; machines: { name: string; driver: string; findings: Finding[] }[] }
 
 export const listMachines = (c: ConnectionId, signal?: AbortSignal): Promise<Machine[]> =>
   fetchJson<{ machines: Machine[] }>(c, '/machines/list', {}, signal).then((r) => r.machines)

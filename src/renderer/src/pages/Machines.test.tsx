@@ -13,7 +13,6 @@ import { useUi } from '../state/ui'
 import { MachinesPage } from './Machines'
 
 let h: Harness
-let hasDoctor = false
 const machines = {
   driver: 'kvm',
   resultserver: { ip: '192.168.122.1', port: 2042 },
@@ -26,7 +25,6 @@ const machines = {
 beforeAll(async () => {
   h = await startHarness({ machines })
   h.sql('UPDATE machines SET locked = 1 WHERE name = ?', 'ubuntu')
-  hasDoctor = (await h.get('/aviary/doctor')).status !== 404
   setLocalApiBase(h.url)
   useUi.getState().setConnection(null)
 })
@@ -78,14 +76,28 @@ describe('Machines', () => {
     expect(screen.queryByRole('region', { name: 'Machine ubuntu' })).toBeNull()
   })
 
-  it('shows the doctor\'s findings with ok/warn/fail markers', async (ctx) => {
-    if (!hasDoctor) ctx.skip('GET /aviary/doctor is not in the service yet')
-    renderPage(<MachinesPage />)
-    const list = await screen.findByRole('list', { name: 'Findings for win10' }, { timeout: 15_000 })
-    const items = within(list).getAllByRole('listitem')
-    expect(items.length).toBeGreaterThan(0)
-    for (const li of items) expect(['ok', 'warn', 'fail']).toContain(li.dataset.level)
-    // No interface is configured for these machines: packet capture must be a failure.
-    expect(items.find((li) => li.textContent?.includes('packet capture'))?.dataset.level).toBe('fail')
+  it('shows the doctor\'s findings with ok/warn/fail markers', async () => {
+    // The doctor needs the engine: a second service with it on, and a physical machine whose
+    // agent does not answer (nothing listens on 127.0.0.9:8000, so it is refused at once).
+    const live = await startHarness({ engine: true, machines: { driver: 'physical', resultserver: { ip: '127.0.0.1', port: 0 },
+      machines: [{ name: 'win10', ip: '127.0.0.9', platform: 'windows' }] } })
+    setLocalApiBase(live.url)
+    try {
+      await doctorFindings()
+    } finally {
+      setLocalApiBase(h.url)
+      cleanup()
+      await live.stop()
+    }
   })
 })
+
+async function doctorFindings(): Promise<void> {
+  renderPage(<MachinesPage />)
+  const list = await screen.findByRole('list', { name: 'Findings for win10' }, { timeout: 15_000 })
+  const items = within(list).getAllByRole('listitem')
+  expect(items.length).toBeGreaterThan(0)
+  for (const li of items) expect(['ok', 'warn', 'fail']).toContain(li.dataset.level)
+  // No interface is configured for these machines: packet capture must be a failure.
+  expect(items.find((li) => li.textContent?.includes('packet capture'))?.dataset.level).toBe('fail')
+}

@@ -10,7 +10,9 @@ const STATE_TEXT: Record<QueueItem['state'], string> = {
 
 function Progress({ item }: { item: QueueItem }): JSX.Element | null {
   if (item.kind !== 'file' || item.state === 'queued') return null
-  const pct = item.total > 0 ? Math.min(100, Math.round((item.loaded / item.total) * 100)) : item.state === 'uploading' ? 0 : 100
+  // Once the server answered, every byte arrived: browsers need not fire a last progress event.
+  const sent = item.state === 'hashing' || item.state === 'done'
+  const pct = sent ? 100 : item.total > 0 ? Math.min(100, Math.round((item.loaded / item.total) * 100)) : 0
   return (
     <div role="progressbar" aria-label="upload progress" aria-valuemin={0} aria-valuemax={100} aria-valuenow={pct}
       className="h-1.5 w-full overflow-hidden rounded bg-zinc-200 dark:bg-zinc-800">
