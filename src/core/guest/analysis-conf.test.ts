@@ -43,15 +43,15 @@ describe('analysisConf', () => {
     ].join('\n'))
   })
 
-  it('url tasks carry no file keys; archive tasks carry file_name only', () => {
+  it('url tasks carry no file keys; an archive member goes to the guest as the file task it is', () => {
     const url = keys(analysisConf({ ...base, category: 'url', target: 'http://example.com/', file: undefined, package: 'ie', enforceTimeout: true }))
     expect([...url.keys()].sort()).toEqual(['category', 'clock', 'enforce_timeout', 'id', 'ip', 'options', 'package', 'port', 'target', 'terminate_processes', 'timeout'])
     expect(url.get('options')).toBe('free=no,procmemdump=yes')
     expect(url.get('enforce_timeout')).toBe('True')
     expect(url.get('package')).toBe('ie')
     const archive = keys(analysisConf({ ...base, category: 'archive' }))
-    expect(archive.get('file_name')).toBe('invoice.exe')
-    expect(archive.has('file_type')).toBe(false)
+    expect(archive).toEqual(keys(analysisConf({ ...base, category: 'file' })))
+    expect(archive.get('category')).toBe('file')
   })
 
   it('line breaks in the target, options, package or file type cannot add keys or sections', () => {

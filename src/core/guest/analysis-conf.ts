@@ -51,7 +51,11 @@ function oneLine(v: string): string {
 export function analysisConf(spec: GuestStartSpec): string {
   const entries: [string, string][] = []
   const options = parseOptions(spec.options)
-  if (spec.category === 'file') {
+  // A member of a submitted archive is stored and sent unpacked, so the guest sees a file task:
+  // Cuckoo's analyzer, given category `archive`, expects the target to be a zip to extract
+  // `filename` from. The task keeps category `archive` in the API, as Cuckoo's does.
+  const category = spec.category === 'archive' ? 'file' : spec.category
+  if (category === 'file') {
     // Cuckoo injects the APK entry point for every file task; it is ":" for anything but an APK.
     if (!options.has('apk_entry')) options.set('apk_entry', ':')
     entries.push(
@@ -59,14 +63,12 @@ export function analysisConf(spec: GuestStartSpec): string {
       ['file_type', spec.file?.type ?? ''],
       ['pe_exports', (spec.file?.peExports ?? []).join(',')]
     )
-  } else if (spec.category === 'archive') {
-    entries.push(['file_name', guestFileName(spec.file?.name ?? spec.target)])
   }
   entries.push(
     ['id', String(spec.taskId)],
     ['ip', spec.resultserver.ip],
     ['port', String(spec.resultserver.port)],
-    ['category', spec.category],
+    ['category', category],
     ['target', spec.target],
     ['package', spec.package ?? ''],
     ['options', emitOptions(options)],
