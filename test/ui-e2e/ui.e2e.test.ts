@@ -123,7 +123,10 @@ describe('the UI in Chromium', () => {
       await shot(`task-${tab.toLowerCase().replace(/\W+/g, '-')}`)
     }
     await page.getByRole('tab', { name: 'Behavior' }).click()
-    expect(await page.locator('main').textContent()).toContain('sleep')
+    const behavior = (await page.locator('main').textContent()) ?? ''
+    expect(behavior).toContain('sleep 2')
+    // The command line names the sample as the guest ran it: the RLO shown as a marker, no mojibake.
+    expect(behavior).toMatch(/\/sh \S*invoiceRLOgpj\.sh/)
   })
 
   it('shows screenshots full size with arrow keys, and downloads a memory dump', async () => {

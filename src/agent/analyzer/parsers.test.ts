@@ -18,6 +18,18 @@ const dir = mkdtempSync(join(tmpdir(), 'aviary-parsers-test-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 describe('strace output', () => {
+  it('reads unicode and bidi characters of a real trace as the sample wrote them', () => {
+    const out = join(dir, 'trace-unicode.txt')
+    const name = join(dir, 'invoice\u202Egpj \u043e\u0442\u0447\u0451\u0442.sh')
+    execFileSync('strace', ['-f', '-ttt', '-yy', '-s', '1024', '-e', 'trace=process,file', '-o', out, '--', '/bin/sh', '-c', `echo x > '${name}'; cat '${name}' > /dev/null`])
+    const text = readFileSync(out, 'utf8')
+    expect(text).toContain('\\342\\200\\256') // strace escapes the bytes of U+202E
+    const r = parseStrace(text)
+    expect(r.processes[0]?.command_line).toContain(name)
+    expect(r.processes.some((p) => p.command_line === `cat ${name}`)).toBe(true)
+    expect(r.files.some((f) => f.path === name)).toBe(true)
+  })
+
   it('yields the process tree, written and removed files, and connections of a real run', () => {
     const out = join(dir, 'trace.txt')
     const f = join(dir, 'written.txt')

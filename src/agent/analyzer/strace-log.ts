@@ -22,12 +22,25 @@ export interface StraceResult {
 const LINE = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/
 const ARGS_STRINGS = /"((?:[^"\\]|\\.)*)"/g
 
+/**
+ * strace writes each byte outside printable ASCII as an escape (\342\200\256 for U+202E): the
+ * escapes are turned back into bytes and the whole string decoded as UTF-8, so a file name with
+ * unicode or bidi characters reads as the sample wrote it (bytes that are not UTF-8 become U+FFFD).
+ */
 function unescape(s: string): string {
-  return s.replace(/\\(x[0-9a-f]{2}|[0-7]{1,3}|.)/g, (_m, e: string) => {
-    if (e.startsWith('x')) return String.fromCharCode(Number.parseInt(e.slice(1), 16))
-    if (/^[0-7]+$/.test(e)) return String.fromCharCode(Number.parseInt(e, 8))
-    return ({ n: '\n', t: '\t', r: '\r' } as Record<string, string>)[e] ?? e
-  })
+  const bytes: number[] = []
+  const plain = (text: string): void => { for (const b of Buffer.from(text, 'utf8')) bytes.push(b) }
+  let last = 0
+  for (const m of s.matchAll(/\\(x[0-9a-f]{2}|[0-7]{1,3}|.)/g)) {
+    plain(s.slice(last, m.index))
+    const e = m[1] as string
+    if (e.startsWith('x')) bytes.push(Number.parseInt(e.slice(1), 16))
+    else if (/^[0-7]+$/.test(e)) bytes.push(Number.parseInt(e, 8) & 0xff)
+    else plain(({ n: '\n', t: '\t', r: '\r', v: '\v', f: '\f' } as Record<string, string>)[e] ?? e)
+    last = m.index + m[0].length
+  }
+  plain(s.slice(last))
+  return Buffer.from(bytes).toString('utf8')
 }
 
 function strings(s: string): string[] {
