@@ -19,6 +19,7 @@ import { aviaryTasksRoutes } from './routes/aviary-tasks.routes'
 import { aviaryMachinesRoutes } from './routes/aviary-machines.routes'
 import { aviaryConnectionsRoutes } from './routes/aviary-connections.routes'
 import { isPublicUiRequest, uiStaticRoutes } from './ui-static'
+import { SessionStore, sessionRoutes } from './session'
 
 export type App = FastifyInstance
 
@@ -56,7 +57,9 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   app.setSerializerCompiler(() => (data) => JSON.stringify(data))
 
   installErrorHandling(app, opts.maxUploadBytes)
-  installSecurity(app, { apiToken: opts.apiToken, allowedOrigins: opts.allowedOrigins, isPublic: isPublicUiRequest })
+  // Browser sign-ins live as long as this app: a restart signs every browser out.
+  const sessions = new SessionStore()
+  installSecurity(app, { apiToken: opts.apiToken, allowedOrigins: opts.allowedOrigins, isPublic: isPublicUiRequest, sessions })
   await app.register(swagger, openApiOptions(ctx.version))
   await app.register(formbody, { bodyLimit: 4 * 1024 * 1024 })
   await app.register(createRoutes(ctx, opts.maxUploadBytes))
@@ -67,6 +70,7 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   await app.register(eventsRoutes(ctx))
   for (const routes of [aviaryStatsRoutes, aviaryTasksRoutes, aviaryMachinesRoutes]) await app.register(routes(ctx))
   await app.register(aviaryConnectionsRoutes(ctx))
+  await app.register(sessionRoutes(opts.apiToken, sessions))
   await app.register(uiStaticRoutes(opts.uiDir ?? null))
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app

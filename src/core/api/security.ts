@@ -5,6 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { send } from './error-handler'
 import { ErrorCodes } from '../../shared/errors'
+import { SESSION_PATH, hasValidSession, type SessionStore } from './session'
 
 export interface SecurityOptions {
   apiToken?: string | undefined
@@ -12,6 +13,8 @@ export interface SecurityOptions {
   allowedOrigins?: string[] | undefined
   /** Requests for public files (the UI's), which need neither the token nor a same-origin page. */
   isPublic?: ((method: string, url: string | undefined) => boolean) | undefined
+  /** Browser sessions (session.ts): a valid `aviary_session` cookie stands for the token. */
+  sessions?: SessionStore | undefined
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest()
@@ -38,11 +41,24 @@ export function installSecurity(app: FastifyInstance, opts: SecurityOptions): vo
         }
       }
     }
-    if (expected) {
+    // Signing in needs no token (that is what it is for); the origin checks above still apply.
+    if (expected && request.routeOptions.url !== SESSION_PATH) {
       const header = request.headers.authorization
       if (typeof header !== 'string' || !timingSafeEqual(digest(header), expected)) {
-        reply.header('WWW-Authenticate', 'Bearer')
-        return void send(reply, 401, "Authentication in the form of an 'Authorization: Bearer <TOKEN>' header is required", ErrorCodes.UNAUTHORIZED)
+        if (!opts.sessions || !hasValidSession(opts.sessions, request.headers.cookie)) {
+          reply.header('WWW-Authenticate', 'Bearer')
+          return void send(reply, 401, "Authentication in the form of an 'Authorization: Bearer <TOKEN>' header is required", ErrorCodes.UNAUTHORIZED)
+        }
+        // CSRF: a browser attaches the cookie by itself, so a cookie is weaker than the header.
+        // SameSite=Strict keeps it off every request a page of another site starts (links,
+        // forms, <img>, fetch), and the checks above refuse a foreign Origin or a cross-site
+        // Sec-Fetch-Site on every method, GETs included (Cuckoo's API changes state on GET).
+        // Together that is enough; as a last line, a cookie never authorises an unsafe method
+        // from any origin but the service's own, not even an allowed one (the desktop renderer
+        // sends the token, not a cookie).
+        if (!SAFE_METHODS.has(request.method) && origin !== undefined && !sameOrigin(origin, request.headers.host)) {
+          return void send(reply, 403, 'A session cookie is accepted only from pages of this service', ErrorCodes.FORBIDDEN)
+        }
       }
     }
     done()
@@ -59,6 +75,7 @@ export function installSecurity(app: FastifyInstance, opts: SecurityOptions): vo
   })
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 const PROTECTIVE = {
   'X-Content-Type-Options': 'nosniff',
   'Cache-Control': 'no-cache',
