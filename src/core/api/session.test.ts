@@ -62,6 +62,8 @@ describe('POST /aviary/session', () => {
       expect(res.status).toBe(400)
       expect(((await res.json()) as { message: string }).message).toMatch(/^token: required/)
     }
+    const empty = await fetch(`${h.url}/aviary/session`, { method: 'POST' })
+    expect(empty.status).toBe(400)
     const typed = await signIn(h, JSON.stringify({ token: ['a'] }))
     expect(typed.status).toBe(400)
     expect(((await typed.json()) as { message: string }).message).toContain('token')
@@ -134,7 +136,7 @@ describe('the session cookie', () => {
     expect(res.status).toBe(403)
     expect(res.headers.get('set-cookie')).toBeNull()
     const tasks = await h.json<{ tasks: unknown[] }>('/tasks/list', bearer)
-    expect(tasks.body.tasks).toHaveLength(3) // the sample and the two accepted URLs
+    expect(tasks.body.tasks).toHaveLength(4) // the sample and the three URLs accepted above
   })
 
   it('is refused after sign-out, and DELETE clears it in the browser', async () => {

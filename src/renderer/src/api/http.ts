@@ -46,9 +46,17 @@ async function errorOf(res: Response): Promise<HttpError> {
   return new HttpError(res.status, message)
 }
 
+const unauthorized = new Set<(connection: ConnectionId) => void>()
+/** Calls `listener` on every 401 answer (the auth module then offers to sign in); returns its removal. */
+export function onUnauthorized(listener: (connection: ConnectionId) => void): () => void {
+  unauthorized.add(listener)
+  return () => { unauthorized.delete(listener) }
+}
+
 /** Fetches JSON from a connection's API; non-2xx answers throw HttpError with the server's message. */
 export async function fetchJson<T>(connection: ConnectionId, path: string, init: RequestInit = {}, signal?: AbortSignal): Promise<T> {
   const res = await fetch(await apiUrl(connection, path), { ...init, signal: signal ?? init.signal ?? null, headers: { Accept: 'application/json', ...init.headers } })
+  if (res.status === 401) for (const listener of unauthorized) listener(connection)
   if (!res.ok) throw await errorOf(res)
   return (await res.json()) as T
 }

@@ -3,8 +3,11 @@
 import { useEffect, type JSX } from 'react'
 import { NavLink, Outlet, useNavigate } from 'react-router'
 import { applyTheme, useUi, type Theme } from '../state/ui'
-import { useLiveEvents } from '../api/live'
+import { useIsLive, useLiveEvents } from '../api/live'
+import type { ConnectionId } from '../api/http'
 import { ConnectionPicker } from './ConnectionPicker'
+import { SignInOverlay, SignOutButton } from '../auth/SignIn'
+import { useAuth } from '../auth/session'
 
 export const NAV = [
   { to: '/', label: 'Dashboard' },
@@ -20,7 +23,9 @@ export function Layout(): JSX.Element {
   const setTheme = useUi((s) => s.setTheme)
   const connection = useUi((s) => s.connection)
   const navigate = useNavigate()
-  const live = useLiveEvents(connection)
+  const live = useIsLive()
+  // A stream refused with 401 is closed for good: it opens again after each sign-in.
+  const epoch = useAuth((s) => s.epoch)
 
   useEffect(() => {
     const mq = window.matchMedia('(prefers-color-scheme: dark)')
@@ -52,6 +57,7 @@ export function Layout(): JSX.Element {
           </NavLink>
         ))}
         <div className="mt-auto flex flex-col gap-2 text-sm">
+          <LiveEvents key={`${String(connection)}-${epoch}`} connection={connection} />
           <ConnectionPicker />
           <span className="text-xs text-zinc-500" data-live={live}>{live ? '● live' : '○ polling'}</span>
           <label className="flex items-center gap-2">
@@ -62,11 +68,18 @@ export function Layout(): JSX.Element {
               <option value="dark">Dark</option>
             </select>
           </label>
+          <SignOutButton />
         </div>
       </nav>
       <main className="min-w-0 flex-1 p-6">
         <Outlet />
       </main>
+      <SignInOverlay />
     </div>
   )
+}
+
+function LiveEvents({ connection }: { connection: ConnectionId }): null {
+  useLiveEvents(connection)
+  return null
 }
