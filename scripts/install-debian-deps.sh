@@ -12,12 +12,13 @@
 #   busybox-static cpio  build the small Linux test guest's initramfs
 #   tshark         the oracle the pcap-processing tests compare every decoded field with
 #   yara           YARA rules over samples, dropped files and memory dumps (or YARA-X, see docs)
+#   postgresql     the dispatcher's shared database; its tests start a throwaway cluster
 #   chromium fonts-dejavu-core  the browser the UI's Playwright tests and bench drive (Playwright's
 #                  own browser download is not reachable here)
 set -euo pipefail
 PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
   libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
-  tshark yara chromium fonts-dejavu-core)
+  tshark yara chromium fonts-dejavu-core postgresql)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,142 @@
+// The dispatcher's storage, as one interface with two implementations: SQLite (default, one
+// process) and PostgreSQL (several API processes and workers sharing one database). Everything is
+// async because PostgreSQL is. The worker's claims are atomic: two workers never assign, submit or
+// fetch the same task twice (PostgreSQL: row locks with FOR UPDATE SKIP LOCKED; SQLite: one
+// writer, BEGIN IMMEDIATE).
+//
+// Task states (Cuckoo 2's dispatcher, ../shared/reference/cuckoo-api.md §7.2): pending → assigned
+// (to a node) → processing (submitted; node_task_id set) → finished (reports fetched, node
+// cleaned) ; deleted. A task whose node stops answering goes back to pending (node cleared).
+
+export type DistTaskStatus = 'pending' | 'assigned' | 'processing' | 'finished' | 'deleted'
+
+export interface MachineInfo {
+  name: string
+  platform: string
+  tags: string[]
+}
+
+export interface NodeRow {
+  id: number
+  name: string
+  url: string
+  mode: string
+  enabled: boolean
+  machines: MachineInfo[]
+  /** Last time the worker reached it (local `YYYY-MM-DD HH:MM:SS`), null before the first time. */
+  last_seen: string | null
+  /** Consecutive failed contacts; the worker marks the node unreachable past a threshold. */
+  failures: number
+  /** The node's last /cuckoo/status (parsed), null before the first contact. */
+  status: unknown
+}
+
+/** The submission fields, stored as given (strings, as Cuckoo's dispatcher forwards them). */
+export interface TaskFields {
+  package: string | null
+  timeout: number | null
+  priority: number
+  options: string | null
+  machine: string | null
+  platform: string | null
+  tags: string | null
+  custom: string | null
+  owner: string | null
+  memory: string | null
+  clock: string | null
+  enforce_timeout: string | null
+}
+
+export interface NewDistTask extends TaskFields {
+  category: 'file' | 'url'
+  /** Stored sample path (file tasks), inside the samples directory. */
+  path: string | null
+  /** Original file name (file tasks). */
+  filename: string | null
+  /** URL tasks: the URL. */
+  url: string | null
+  /** Assign straight to this enabled node (POST /api/task node=). */
+  node_id?: number | null
+}
+
+export interface DistTaskRow extends NewDistTask {
+  id: number
+  node_id: number | null
+  /** The node's own task id once submitted. */
+  node_task_id: number | null
+  status: DistTaskStatus
+  submitted: string
+  delegated: string | null
+  started: string | null
+  completed: string | null
+}
+
+export interface TaskListQuery {
+  offset?: number
+  limit?: number
+  /** true: finished only; false: pending, assigned or processing. */
+  finished?: boolean
+  status?: DistTaskStatus
+  owner?: string
+}
+
+export interface DistStore {
+  /** Creates or upgrades the schema (same migrations on both databases). */
+  migrate(): Promise<void>
+  close(): Promise<void>
+
+  // ---- nodes
+  /** Throws DuplicateNodeError when the name exists. */
+  addNode(n: { name: string; url: string; mode?: string; machines: MachineInfo[] }): Promise<NodeRow>
+  getNode(name: string): Promise<NodeRow | null>
+  getNodeById(id: number): Promise<NodeRow | null>
+  /** All nodes (disabled too) unless enabledOnly. Ordered by id. */
+  listNodes(o?: { enabledOnly?: boolean }): Promise<NodeRow[]>
+  /** null when no such node. Throws DuplicateNodeError on a rename to an existing name. */
+  updateNode(name: string, patch: { name?: string; url?: string; enabled?: boolean; mode?: string }): Promise<NodeRow | null>
+  setMachines(nodeId: number, machines: MachineInfo[]): Promise<void>
+  /** Records a contact: ok resets failures and stores the status; a failure increments failures. */
+  recordContact(nodeId: number, ok: boolean, status?: unknown): Promise<NodeRow>
+
+  // ---- tasks
+  createTask(t: NewDistTask): Promise<number>
+  getTask(id: number): Promise<DistTaskRow | null>
+  /** Ordered by id ascending. */
+  listTasks(q: TaskListQuery): Promise<DistTaskRow[]>
+  /**
+   * Deletes a task: a pending one is removed outright, any other becomes `deleted`. Returns the row
+   * as it was (so the caller removes its files), or null when there is no such task.
+   */
+  deleteTask(id: number): Promise<DistTaskRow | null>
+  /** Counts per status (for /status and the scheduler). */
+  countByStatus(): Promise<Record<DistTaskStatus, number>>
+  /** Counts of assigned + processing tasks per node id (its queue, for balancing). */
+  queueByNode(): Promise<Map<number, number>>
+
+  // ---- worker: atomic claims (safe with several workers)
+  /**
+   * Assigns up to `limit` pending tasks, oldest first (priority desc, then id), choosing for each
+   * a node from `candidates(task)` (node ids that can serve it) with the smallest queue; tasks no
+   * candidate can serve stay pending. Returns the assigned tasks. Atomic: a task is assigned once.
+   */
+  assignPending(limit: number, candidates: (t: DistTaskRow) => number[], queue: Map<number, number>): Promise<DistTaskRow[]>
+  /**
+   * Claims up to `limit` assigned tasks of a node for submission (priority desc, id), leased for
+   * `leaseSeconds` to `worker` so another worker skips them; the lease ends on markSubmitted or
+   * releaseClaim, or when it expires (a crashed worker).
+   */
+  claimForSubmit(nodeId: number, limit: number, worker: string, leaseSeconds: number): Promise<DistTaskRow[]>
+  markSubmitted(taskId: number, nodeTaskId: number): Promise<void>
+  releaseClaim(taskId: number): Promise<void>
+  /**
+   * Claims the processing task of `nodeId` whose node task id is `nodeTaskId` for fetching (same
+   * lease rules); null when none or already claimed.
+   */
+  claimForFetch(nodeId: number, nodeTaskId: number, worker: string, leaseSeconds: number): Promise<DistTaskRow | null>
+  /** Reports stored and node cleaned: finished. */
+  markFinished(taskId: number, started: string | null): Promise<void>
+  /** Unfinished tasks of a node go back to pending (the node stopped answering). Returns how many. */
+  requeueNode(nodeId: number): Promise<number>
+}
+
+export class DuplicateNodeError extends Error {}
