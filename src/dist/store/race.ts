@@ -1,0 +1,48 @@
+// Test support for the "never twice" property: one worker's share of a race over the claims, the
+// same code whether the racers are store instances in one process or separate processes
+// (race-child.ts). Each phase returns the ids this racer won; the caller checks that the racers'
+// sets are disjoint and cover every task.
+import type { DistStore } from './types'
+
+export type RacePhase = 'assign' | 'submit' | 'fetch'
+
+/** Small batches, so the racers' transactions interleave many times. */
+const BATCH = 10
+
+export async function racePhase(store: DistStore, phase: RacePhase, worker: string, nodeIds: number[]): Promise<number[]> {
+  const won: number[] = []
+  if (phase === 'assign') {
+    for (;;) {
+      const got = await store.assignPending(BATCH, () => nodeIds, await store.queueByNode())
+      if (got.length === 0) return won
+      won.push(...got.map((t) => t.id))
+    }
+  }
+  if (phase === 'submit') {
+    for (let idle = 0; idle < nodeIds.length; ) {
+      idle = 0
+      for (const nodeId of nodeIds) {
+        const got = await store.claimForSubmit(nodeId, BATCH, worker, 60)
+        if (got.length === 0) idle++
+        for (const t of got) {
+          // The node's id: derived from ours so the fetch phase can look it up.
+          await store.markSubmitted(t.id, t.id + 100_000)
+          won.push(t.id)
+        }
+      }
+    }
+    return won
+  }
+  // fetch: every racer walks all processing tasks, in its own order, and tries to claim each.
+  const tasks = await store.listTasks({ status: 'processing' })
+  const order = tasks.map((t) => ({ t, k: Math.random() })).sort((a, b) => a.k - b.k).map((x) => x.t)
+  for (const t of order) {
+    if (t.node_id === null || t.node_task_id === null) continue
+    const got = await store.claimForFetch(t.node_id, t.node_task_id, worker, 60)
+    if (got) {
+      await store.markFinished(got.id, null)
+      won.push(got.id)
+    }
+  }
+  return won
+}
