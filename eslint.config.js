@@ -49,6 +49,16 @@ export default tseslint.config(
     }
   },
   {
+    // `aviary dist` shares nothing with the analysis service but src/shared (ARCHITECTURE.md).
+    files: ['src/dist/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/core/**', '**/core', ...uiFolders, ...uiOnly], message: 'src/dist imports only src/shared (and its own files), never src/core or the UI.' }] }
+      ]
+    }
+  },
+  {
     files: ['src/agent/**/*.ts'],
     rules: {
       'no-restricted-imports': [

@@ -25,12 +25,15 @@ const size = (v: string): number => {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // The dispatcher shares nothing with the service: loaded only when asked for.
+  if (argv[0] === 'dist' || argv[0] === 'dist-worker') return (await import('../dist/cli')).runDistCli(argv)
   let exitCode = 0
   const program = new Command('aviary')
     .description('Aviary: a malware-analysis sandbox with a Cuckoo-compatible API')
     .version(VERSION)
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
+    .addHelpText('after', '\nThe distributed dispatcher: aviary dist --help, aviary dist-worker --help')
 
   program
     .command('serve')

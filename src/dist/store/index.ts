@@ -42,7 +42,7 @@ export async function openStore(db: string | undefined, dataDir: string): Promis
     mkdirSync(path.dirname(target.file), { recursive: true })
     store = new SqliteDistStore(target.file)
   } else {
-    store = new PostgresDistStore(target.url)
+    store = await PostgresDistStore.connect(target.url)
   }
   try {
     await store.migrate()

@@ -2,7 +2,7 @@
 // database. Claims lock the rows they take with FOR UPDATE SKIP LOCKED, so concurrent workers
 // each get different tasks without waiting on each other; a lease (claimed_by, claim_until) keeps a
 // task claimed after the transaction, while the worker talks to the node.
-import pg from 'pg'
+import type pg from 'pg'
 import { createVersionTable, pendingSteps, postgresDialect } from './migrations'
 import {
   ALL_STATUSES,
@@ -56,8 +56,17 @@ function isUniqueViolation(err: unknown): boolean {
 export class PostgresDistStore implements DistStore {
   private readonly pool: pg.Pool
 
-  constructor(url: string, opts: { max?: number } = {}) {
-    this.pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10 })
+  /**
+   * `pg` is loaded here, not at the top of the module: the bundled `aviary` command would otherwise
+   * load it for every subcommand (`aviary serve` included), though only the dispatcher uses it.
+   */
+  static async connect(url: string, opts: { max?: number } = {}): Promise<PostgresDistStore> {
+    const { default: driver } = await import('pg')
+    return new PostgresDistStore(new driver.Pool({ connectionString: url, max: opts.max ?? 10 }))
+  }
+
+  private constructor(pool: pg.Pool) {
+    this.pool = pool
     // An idle connection dropped by the server (restart, failover) is replaced on next use; without
     // a listener the pool's 'error' event would crash the process.
     this.pool.on('error', () => undefined)

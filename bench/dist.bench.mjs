@@ -1,0 +1,140 @@
+#!/usr/bin/env node
+// The dispatcher at scale (figures, not a test): 10,000 queued tasks assigned and submitted over 4
+// real headless nodes (`aviary serve` processes with fresh data folders and no machines, so tasks
+// wait there), on SQLite and on PostgreSQL. Measured from the worker's start to the last task
+// `processing`: wall time and the CPU time of the dispatcher (this process: store and worker; the
+// nodes and the PostgreSQL server are other processes). Target: < 5 s of CPU. Prints JSON.
+// The dispatcher's code is bundled from src/ with esbuild (as scripts/build-cli.mjs does).
+// Usage: node bench/dist.bench.mjs [--no-build] [--tasks N] [--only sqlite|postgresql]
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { build } from 'esbuild'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const args = process.argv.slice(2)
+const TASKS = args.includes('--tasks') ? Number(args[args.indexOf('--tasks') + 1]) : 10_000
+const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null
+const NODES = 4
+// Nodes without machines never start a task, so each must accept its whole share: the threshold
+// (a node's pending tasks above which it gets no submissions) is set to fit.
+const THRESHOLD = Math.ceil(TASKS / NODES)
+
+if (!args.includes('--no-build')) execFileSync(process.execPath, [path.join(root, 'scripts/build-cli.mjs')], { stdio: 'inherit' })
+
+async function bundle() {
+  const outdir = path.join(root, 'out/bench')
+  mkdirSync(outdir, { recursive: true })
+  const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))
+  const entry = path.join(outdir, 'dist-entry.ts')
+  writeFileSync(entry, [
+    `export { openStore } from '${root}/src/dist/store/index'`,
+    `export { startWorker } from '${root}/src/dist/worker/index'`,
+    `export { startPostgres } from '${root}/test/postgres'`
+  ].join('\n'))
+  const outfile = path.join(outdir, 'dist.mjs')
+  await build({
+    entryPoints: [entry], outfile, bundle: true, platform: 'node', format: 'esm', target: 'node20', logLevel: 'warning',
+    external: Object.keys(pkg.dependencies).flatMap((d) => [d, `${d}/*`]),
+    // test/postgres.ts registers vitest hooks in usePostgres(), which the bench does not call.
+    plugins: [{
+      name: 'no-vitest',
+      setup(b) {
+        b.onResolve({ filter: /^vitest$/ }, () => ({ path: 'vitest', namespace: 'stub' }))
+        b.onLoad({ filter: /.*/, namespace: 'stub' }, () => ({ contents: 'export const beforeAll = () => {}; export const afterAll = () => {}' }))
+      }
+    }]
+  })
+  return import(pathToFileURL(outfile).href)
+}
+
+const freePort = () => Number(execFileSync(process.execPath, ['-e',
+  'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})']).toString())
+
+async function startNode() {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'aviary-bench-node-'))
+  const port = freePort()
+  const child = spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
+    { stdio: ['ignore', 'ignore', 'inherit'] })
+  const url = `http://127.0.0.1:${port}`
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(`${url}/cuckoo/status`)).ok) break
+    } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return {
+    url,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r))
+        child.kill('SIGTERM')
+        await exited
+      }
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+async function run(kind, dist, dbUrl) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'aviary-bench-dist-'))
+  const nodes = []
+  let store
+  try {
+    for (let i = 0; i < NODES; i++) nodes.push(await startNode())
+    store = await dist.openStore(dbUrl ?? path.join(dir, 'dist.db'), dir)
+    for (const [i, n] of nodes.entries()) {
+      await store.addNode({ name: `node${i + 1}`, url: n.url, machines: [{ name: 'win10', platform: 'windows', tags: [] }] })
+    }
+    const samplesDir = path.join(dir, 'samples')
+    mkdirSync(samplesDir)
+    const sample = path.join(samplesDir, 'sample.exe')
+    writeFileSync(sample, Buffer.alloc(4096, 7))
+    const fields = { package: null, timeout: null, priority: 1, options: null, machine: null, platform: 'windows', tags: null, custom: null, owner: null, memory: null, clock: null, enforce_timeout: null }
+    for (let i = 0; i < TASKS; i++) await store.createTask({ ...fields, category: 'file', path: sample, filename: `sample-${i}.exe`, url: null })
+
+    const cpu0 = process.cpuUsage()
+    const t0 = performance.now()
+    const worker = dist.startWorker(store, {
+      reportsDir: path.join(dir, 'reports'), samplesDir, threshold: THRESHOLD, assignIntervalMs: 200, nodeIntervalMs: 200, concurrency: 8,
+      log: { info: () => undefined, warn: (m) => console.error(m) }
+    })
+    for (;;) {
+      if ((await store.countByStatus()).processing >= TASKS) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    const wall = (performance.now() - t0) / 1000
+    const cpu = process.cpuUsage(cpu0)
+    await worker.stop()
+    const perNode = []
+    for (const n of nodes) perNode.push((await (await fetch(`${n.url}/cuckoo/status`)).json()).tasks.total)
+    return {
+      tasks: TASKS, nodes: NODES, threshold: THRESHOLD,
+      wall_s: +wall.toFixed(2),
+      cpu_s: +((cpu.user + cpu.system) / 1e6).toFixed(2),
+      cpu_user_s: +(cpu.user / 1e6).toFixed(2),
+      cpu_system_s: +(cpu.system / 1e6).toFixed(2),
+      tasks_per_node: perNode,
+      all_created_once: perNode.reduce((a, b) => a + b, 0) === TASKS
+    }
+  } finally {
+    await store?.close()
+    for (const n of nodes) await n.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const dist = await bundle()
+const results = { target_cpu_s: 5 }
+if (!only || only === 'sqlite') results.sqlite = await run('sqlite', dist)
+if (!only || only === 'postgresql') {
+  const pg = await dist.startPostgres()
+  try {
+    results.postgresql = await run('postgresql', dist, await pg.newDatabase('bench'))
+  } finally {
+    await pg.stop()
+  }
+}
+console.log(JSON.stringify(results, null, 2))
