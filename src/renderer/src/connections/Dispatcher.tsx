@@ -11,7 +11,7 @@ import { ErrorNote } from '../dashboard/ErrorNote'
 interface DistNode { name: string; url: string; machines?: { name: string; platform: string; tags: string[] }[] }
 interface DistTask {
   id?: number; task_id?: number | null; node_id?: number | null; finished?: boolean
-  path?: string; package?: string | null; platform?: string | null; priority?: number; machine?: string | null; clock?: string | null
+  path?: string | null; filename?: string | null; url?: string | null; status?: string; package?: string | null; platform?: string | null; priority?: number; machine?: string | null; clock?: string | null
 }
 
 /** The newer route, else the older one (a 404 from the newer generation's absence). */
@@ -75,7 +75,7 @@ export function DispatcherView({ connection }: { connection: number }): JSX.Elem
             <thead>
               <tr className="border-b border-zinc-200 dark:border-zinc-800">
                 <th className={th}>Id</th><th className={th}>Node task</th><th className={th}>Node</th><th className={th}>Sample</th>
-                <th className={th}>Package</th><th className={th}>Platform</th><th className={th}>Finished</th>
+                <th className={th}>Package</th><th className={th}>Platform</th><th className={th}>Status</th>
               </tr>
             </thead>
             <tbody>
@@ -84,10 +84,11 @@ export function DispatcherView({ connection }: { connection: number }): JSX.Elem
                   <td className={`${td} tabular-nums`}>{t.id ?? k}</td>
                   <td className={`${td} tabular-nums`}>{t.task_id ?? '—'}</td>
                   <td className={`${td} tabular-nums`}>{t.node_id ?? '—'}</td>
-                  <td className={`${td} max-w-xs truncate`}><SafeText value={t.path ?? ''} /></td>
+                  {/* The sample's own name (Aviary's dispatcher and Cuckoo 2.0's keep `filename`), else its URL or stored path. */}
+                  <td className={`${td} max-w-xs truncate`} title={t.path ?? undefined}><SafeText value={t.filename ?? t.url ?? t.path ?? ''} /></td>
                   <td className={td}><SafeText value={t.package ?? ''} /></td>
                   <td className={td}><SafeText value={t.platform ?? ''} /></td>
-                  <td className={td}>{t.finished === undefined ? '—' : t.finished ? 'yes' : 'no'}</td>
+                  <td className={td}>{t.status ?? (t.finished === undefined ? '—' : t.finished ? 'finished' : 'unfinished')}</td>
                 </tr>
               ))}
             </tbody>
