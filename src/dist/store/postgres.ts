@@ -288,11 +288,17 @@ export class PostgresDistStore implements DistStore {
   }
 
   async markSubmitted(taskId: number, nodeTaskId: number): Promise<void> {
-    // Only an assigned task moves on: one deleted or requeued meanwhile keeps its new state.
+    await this.markSubmittedMany([{ taskId, nodeTaskId }])
+  }
+
+  async markSubmittedMany(marks: Array<{ taskId: number; nodeTaskId: number }>): Promise<void> {
+    if (marks.length === 0) return
+    // One statement for the lot. Only an assigned task moves on: one deleted or requeued meanwhile
+    // keeps its new state.
     await this.pool.query(
-      `UPDATE tasks SET status = 'processing', node_task_id = $1, delegated = $2, claimed_by = NULL, claim_until = NULL
-       WHERE id = $3 AND status = 'assigned'`,
-      [nodeTaskId, nowLocal(), taskId]
+      `UPDATE tasks SET status = 'processing', node_task_id = u.node_task_id, delegated = $3, claimed_by = NULL, claim_until = NULL
+       FROM unnest($1::int[], $2::int[]) AS u(id, node_task_id) WHERE tasks.id = u.id AND tasks.status = 'assigned'`,
+      [marks.map((m) => m.taskId), marks.map((m) => m.nodeTaskId), nowLocal()]
     )
   }
 

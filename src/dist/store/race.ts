@@ -24,11 +24,10 @@ export async function racePhase(store: DistStore, phase: RacePhase, worker: stri
       for (const nodeId of nodeIds) {
         const got = await store.claimForSubmit(nodeId, BATCH, worker, 60)
         if (got.length === 0) idle++
-        for (const t of got) {
-          // The node's id: derived from ours so the fetch phase can look it up.
-          await store.markSubmitted(t.id, t.id + 100_000)
-          won.push(t.id)
-        }
+        // The node's id: derived from ours so the fetch phase can look it up. Batched as the worker
+        // does, so the racers' batched marks interleave too.
+        await store.markSubmittedMany(got.map((t) => ({ taskId: t.id, nodeTaskId: t.id + 100_000 })))
+        won.push(...got.map((t) => t.id))
       }
     }
     return won

@@ -35,8 +35,14 @@ function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE'
 }
 
+// Only an assigned task moves on: one deleted or requeued meanwhile keeps its new state.
+const MARK_SUBMITTED = `UPDATE tasks SET status = 'processing', node_task_id = ?, delegated = ?, claimed_by = NULL, claim_until = NULL
+  WHERE id = ? AND status = 'assigned'`
+
 export class SqliteDistStore implements DistStore {
   private readonly db: Database.Database
+  /** Compiled statements by SQL text (a handful of shapes): compiling costs more than running them. */
+  private readonly statements = new Map<string, Database.Statement>()
 
   /** Opens (creating) the file; call migrate() before use. */
   constructor(file: string) {
@@ -48,14 +54,23 @@ export class SqliteDistStore implements DistStore {
     this.db.pragma('busy_timeout = 10000')
   }
 
+  private prepare(sql: string): Database.Statement {
+    let st = this.statements.get(sql)
+    if (!st) {
+      st = this.db.prepare(sql)
+      this.statements.set(sql, st)
+    }
+    return st
+  }
+
   async migrate(): Promise<void> {
     this.db.exec(createVersionTable)
     this.db
       .transaction(() => {
-        const row = this.db.prepare('SELECT MAX(version) AS v FROM schema_version').get() as { v: number | null }
+        const row = this.prepare('SELECT MAX(version) AS v FROM schema_version').get() as { v: number | null }
         for (const step of pendingSteps(row.v ?? 0)) {
           for (const sql of step.sql(sqliteDialect)) this.db.exec(sql)
-          this.db.prepare('INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)').run(step.version, step.name, nowLocal())
+          this.prepare('INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)').run(step.version, step.name, nowLocal())
         }
       })
       .immediate()
@@ -68,16 +83,16 @@ export class SqliteDistStore implements DistStore {
   // ---- nodes
 
   private machinesOf(nodeId: number): MachineInfo[] {
-    return (this.db.prepare('SELECT node_id, name, platform, tags FROM machines WHERE node_id = ? ORDER BY id').all(nodeId) as RawMachine[]).map(toMachine)
+    return (this.prepare('SELECT node_id, name, platform, tags FROM machines WHERE node_id = ? ORDER BY id').all(nodeId) as RawMachine[]).map(toMachine)
   }
 
   private nodeWhere(where: string, param: unknown): NodeRow | null {
-    const r = this.db.prepare(`SELECT * FROM nodes WHERE ${where}`).get(param) as Row | undefined
+    const r = this.prepare(`SELECT * FROM nodes WHERE ${where}`).get(param) as Row | undefined
     return r ? toNode(r, this.machinesOf(Number(r.id))) : null
   }
 
   private insertMachines(nodeId: number, machines: MachineInfo[]): void {
-    const ins = this.db.prepare('INSERT INTO machines (node_id, name, platform, tags) VALUES (?, ?, ?, ?)')
+    const ins = this.prepare('INSERT INTO machines (node_id, name, platform, tags) VALUES (?, ?, ?, ?)')
     for (const m of machines) ins.run(nodeId, m.name, m.platform, JSON.stringify(m.tags))
   }
 
@@ -85,7 +100,7 @@ export class SqliteDistStore implements DistStore {
     try {
       const id = this.db
         .transaction(() => {
-          const r = this.db.prepare('INSERT INTO nodes (name, url, mode) VALUES (?, ?, ?)').run(n.name, n.url, n.mode ?? 'normal')
+          const r = this.prepare('INSERT INTO nodes (name, url, mode) VALUES (?, ?, ?)').run(n.name, n.url, n.mode ?? 'normal')
           this.insertMachines(Number(r.lastInsertRowid), n.machines)
           return Number(r.lastInsertRowid)
         })
@@ -106,8 +121,8 @@ export class SqliteDistStore implements DistStore {
   }
 
   async listNodes(o: { enabledOnly?: boolean } = {}): Promise<NodeRow[]> {
-    const nodes = this.db.prepare(`SELECT * FROM nodes ${o.enabledOnly ? 'WHERE enabled = 1' : ''} ORDER BY id`).all() as Row[]
-    const machines = machinesByNode(this.db.prepare('SELECT node_id, name, platform, tags FROM machines ORDER BY id').all() as RawMachine[])
+    const nodes = this.prepare(`SELECT * FROM nodes ${o.enabledOnly ? 'WHERE enabled = 1' : ''} ORDER BY id`).all() as Row[]
+    const machines = machinesByNode(this.prepare('SELECT node_id, name, platform, tags FROM machines ORDER BY id').all() as RawMachine[])
     return nodes.map((r) => toNode(r, machines.get(Number(r.id)) ?? []))
   }
 
@@ -116,8 +131,7 @@ export class SqliteDistStore implements DistStore {
     const node = this.nodeWhere('name = ?', name)
     if (!node || cols.length === 0) return node
     try {
-      this.db
-        .prepare(`UPDATE nodes SET ${cols.map(([c]) => `${c} = ?`).join(', ')} WHERE id = ?`)
+      this.prepare(`UPDATE nodes SET ${cols.map(([c]) => `${c} = ?`).join(', ')} WHERE id = ?`)
         .run(...cols.map(([, v]) => (typeof v === 'boolean' ? Number(v) : v)), node.id)
     } catch (err) {
       if (isUniqueViolation(err)) throw new DuplicateNodeError(`There is already a node with this name: ${patch.name}`)
@@ -129,7 +143,7 @@ export class SqliteDistStore implements DistStore {
   async setMachines(nodeId: number, machines: MachineInfo[]): Promise<void> {
     this.db
       .transaction(() => {
-        this.db.prepare('DELETE FROM machines WHERE node_id = ?').run(nodeId)
+        this.prepare('DELETE FROM machines WHERE node_id = ?').run(nodeId)
         this.insertMachines(nodeId, machines)
       })
       .immediate()
@@ -137,9 +151,9 @@ export class SqliteDistStore implements DistStore {
 
   async recordContact(nodeId: number, ok: boolean, status?: unknown): Promise<NodeRow> {
     if (ok) {
-      this.db.prepare('UPDATE nodes SET failures = 0, last_seen = ?, status = ? WHERE id = ?').run(nowLocal(), JSON.stringify(status ?? null), nodeId)
+      this.prepare('UPDATE nodes SET failures = 0, last_seen = ?, status = ? WHERE id = ?').run(nowLocal(), JSON.stringify(status ?? null), nodeId)
     } else {
-      this.db.prepare('UPDATE nodes SET failures = failures + 1 WHERE id = ?').run(nodeId)
+      this.prepare('UPDATE nodes SET failures = failures + 1 WHERE id = ?').run(nodeId)
     }
     const node = this.nodeWhere('id = ?', nodeId)
     if (!node) throw new Error(`no dispatcher node with id ${nodeId}`)
@@ -150,8 +164,7 @@ export class SqliteDistStore implements DistStore {
 
   async createTask(t: NewDistTask): Promise<number> {
     const nodeId = t.node_id ?? null
-    const r = this.db
-      .prepare(
+    const r = this.prepare(
         `INSERT INTO tasks (category, path, filename, url, package, timeout, priority, options, machine, platform, tags,
            custom, owner, memory, clock, enforce_timeout, node_id, status, submitted)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -164,7 +177,7 @@ export class SqliteDistStore implements DistStore {
   }
 
   private task(id: number): DistTaskRow | null {
-    const r = this.db.prepare(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`).get(id) as Row | undefined
+    const r = this.prepare(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`).get(id) as Row | undefined
     return r ? toTask(r) : null
   }
 
@@ -175,8 +188,7 @@ export class SqliteDistStore implements DistStore {
   async listTasks(q: TaskListQuery): Promise<DistTaskRow[]> {
     const { where, params } = taskListWhere(q)
     // SQLite needs a LIMIT for an OFFSET; -1 means none.
-    const rows = this.db
-      .prepare(`SELECT ${TASK_COLUMNS} FROM tasks ${where} ORDER BY id LIMIT ? OFFSET ?`)
+    const rows = this.prepare(`SELECT ${TASK_COLUMNS} FROM tasks ${where} ORDER BY id LIMIT ? OFFSET ?`)
       .all(...params, q.limit ?? -1, q.offset ?? 0) as Row[]
     return rows.map(toTask)
   }
@@ -186,8 +198,8 @@ export class SqliteDistStore implements DistStore {
       .transaction(() => {
         const before = this.task(id)
         if (!before) return null
-        if (before.status === 'pending') this.db.prepare('DELETE FROM tasks WHERE id = ?').run(id)
-        else this.db.prepare("UPDATE tasks SET status = 'deleted', claimed_by = NULL, claim_until = NULL WHERE id = ?").run(id)
+        if (before.status === 'pending') this.prepare('DELETE FROM tasks WHERE id = ?').run(id)
+        else this.prepare("UPDATE tasks SET status = 'deleted', claimed_by = NULL, claim_until = NULL WHERE id = ?").run(id)
         return before
       })
       .immediate()
@@ -195,15 +207,14 @@ export class SqliteDistStore implements DistStore {
 
   async countByStatus(): Promise<Record<DistTaskStatus, number>> {
     const counts = Object.fromEntries(ALL_STATUSES.map((s) => [s, 0])) as Record<DistTaskStatus, number>
-    for (const r of this.db.prepare('SELECT status, COUNT(*) AS n FROM tasks GROUP BY status').all() as Array<{ status: DistTaskStatus; n: number }>) {
+    for (const r of this.prepare('SELECT status, COUNT(*) AS n FROM tasks GROUP BY status').all() as Array<{ status: DistTaskStatus; n: number }>) {
       counts[r.status] = r.n
     }
     return counts
   }
 
   async queueByNode(): Promise<Map<number, number>> {
-    const rows = this.db
-      .prepare("SELECT node_id, COUNT(*) AS n FROM tasks WHERE status IN ('assigned', 'processing') AND node_id IS NOT NULL GROUP BY node_id")
+    const rows = this.prepare("SELECT node_id, COUNT(*) AS n FROM tasks WHERE status IN ('assigned', 'processing') AND node_id IS NOT NULL GROUP BY node_id")
       .all() as Array<{ node_id: number; n: number }>
     return new Map(rows.map((r) => [r.node_id, r.n]))
   }
@@ -212,11 +223,11 @@ export class SqliteDistStore implements DistStore {
 
   async assignPending(limit: number, candidates: (t: DistTaskRow) => number[], queue: Map<number, number>): Promise<DistTaskRow[]> {
     if (limit <= 0) return []
-    const page = this.db.prepare(
+    const page = this.prepare(
       `SELECT ${TASK_COLUMNS} FROM tasks WHERE status = 'pending' AND (priority < ? OR (priority = ? AND id > ?))
        ORDER BY priority DESC, id LIMIT ?`
     )
-    const assign = this.db.prepare("UPDATE tasks SET status = 'assigned', node_id = ? WHERE id = ? AND status = 'pending'")
+    const assign = this.prepare("UPDATE tasks SET status = 'assigned', node_id = ? WHERE id = ? AND status = 'pending'")
     return this.db
       .transaction(() => {
         const done: DistTaskRow[] = []
@@ -242,8 +253,7 @@ export class SqliteDistStore implements DistStore {
     const rows = this.db
       .transaction(
         () =>
-          this.db
-            .prepare(
+          this.prepare(
               `UPDATE tasks SET claimed_by = ?, claim_until = ? WHERE id IN (
                  SELECT id FROM tasks WHERE node_id = ? AND status = 'assigned' AND (claim_until IS NULL OR claim_until < ?)
                  ORDER BY priority DESC, id LIMIT ?)
@@ -256,17 +266,20 @@ export class SqliteDistStore implements DistStore {
   }
 
   async markSubmitted(taskId: number, nodeTaskId: number): Promise<void> {
-    // Only an assigned task moves on: one deleted or requeued meanwhile keeps its new state.
-    this.db
-      .prepare(
-        `UPDATE tasks SET status = 'processing', node_task_id = ?, delegated = ?, claimed_by = NULL, claim_until = NULL
-         WHERE id = ? AND status = 'assigned'`
-      )
-      .run(nodeTaskId, nowLocal(), taskId)
+    await this.markSubmittedMany([{ taskId, nodeTaskId }])
+  }
+
+  async markSubmittedMany(marks: Array<{ taskId: number; nodeTaskId: number }>): Promise<void> {
+    if (marks.length === 0) return
+    const mark = this.prepare(MARK_SUBMITTED)
+    const at = nowLocal()
+    this.db.transaction(() => {
+      for (const m of marks) mark.run(m.nodeTaskId, at, m.taskId)
+    }).immediate()
   }
 
   async releaseClaim(taskId: number): Promise<void> {
-    this.db.prepare('UPDATE tasks SET claimed_by = NULL, claim_until = NULL WHERE id = ?').run(taskId)
+    this.prepare('UPDATE tasks SET claimed_by = NULL, claim_until = NULL WHERE id = ?').run(taskId)
   }
 
   async claimForFetch(nodeId: number, nodeTaskId: number, worker: string, leaseSeconds: number): Promise<DistTaskRow | null> {
@@ -275,8 +288,7 @@ export class SqliteDistStore implements DistStore {
       .transaction(
         () =>
           // The newest wins when a node reused an id (as Cuckoo's dispatcher does).
-          this.db
-            .prepare(
+          this.prepare(
               `UPDATE tasks SET claimed_by = ?, claim_until = ? WHERE id = (
                  SELECT id FROM tasks WHERE node_id = ? AND node_task_id = ? AND status = 'processing'
                    AND (claim_until IS NULL OR claim_until < ?)
@@ -290,8 +302,7 @@ export class SqliteDistStore implements DistStore {
   }
 
   async markFinished(taskId: number, started: string | null): Promise<void> {
-    this.db
-      .prepare(
+    this.prepare(
         `UPDATE tasks SET status = 'finished', started = ?, completed = ?, claimed_by = NULL, claim_until = NULL
          WHERE id = ? AND status = 'processing'`
       )
@@ -299,8 +310,7 @@ export class SqliteDistStore implements DistStore {
   }
 
   async requeueNode(nodeId: number): Promise<number> {
-    const r = this.db
-      .prepare(
+    const r = this.prepare(
         `UPDATE tasks SET status = 'pending', node_id = NULL, node_task_id = NULL, delegated = NULL, claimed_by = NULL, claim_until = NULL
          WHERE node_id = ? AND status IN ('assigned', 'processing')`
       )

@@ -201,6 +201,31 @@ export function storeContract(name: string, target: () => ContractTarget): void 
       expect(await s.claimForSubmit(n.id + 1, 10, 'w1', 60)).toEqual([])
     })
 
+    it('marks many tasks submitted at once: assigned ones only, each with its node task id', async () => {
+      const s = await fresh()
+      const n = await s.addNode({ name: 'n', url: 'http://n/', machines: [] })
+      const ids: number[] = []
+      for (let i = 0; i < 4; i++) ids.push(await s.createTask(task({ node_id: n.id })))
+      const pending = await s.createTask(task())
+      const claimed = await s.claimForSubmit(n.id, 4, 'w', 60)
+      await s.deleteTask(ids[3]!)
+      await s.markSubmittedMany([])
+      await s.markSubmittedMany([
+        { taskId: ids[0]!, nodeTaskId: 10 }, { taskId: ids[1]!, nodeTaskId: 11 }, { taskId: ids[3]!, nodeTaskId: 13 }, { taskId: pending, nodeTaskId: 14 }
+      ])
+      expect(claimed.length).toBe(4)
+      expect(await s.getTask(ids[0]!)).toMatchObject({ status: 'processing', node_task_id: 10 })
+      expect(await s.getTask(ids[1]!)).toMatchObject({ status: 'processing', node_task_id: 11 })
+      expect((await s.getTask(ids[1]!))?.delegated).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/)
+      // Not in the batch: still assigned and still leased. Deleted and pending ones keep their state.
+      expect(await s.getTask(ids[2]!)).toMatchObject({ status: 'assigned', node_task_id: null })
+      expect(await s.getTask(ids[3]!)).toMatchObject({ status: 'deleted', node_task_id: null })
+      expect(await s.getTask(pending)).toMatchObject({ status: 'pending', node_task_id: null })
+      // The marked ones left the lease: a fetch claim finds them, a submit claim does not.
+      expect(await s.claimForSubmit(n.id, 10, 'w2', 60)).toEqual([])
+      expect((await s.claimForFetch(n.id, 11, 'w2', 60))?.id).toBe(ids[1])
+    })
+
     it('claims a processing task for fetching once; the lease expires; the newest id wins', async () => {
       const s = await fresh()
       const other = await connect()

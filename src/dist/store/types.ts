@@ -127,6 +127,11 @@ export interface DistStore {
    */
   claimForSubmit(nodeId: number, limit: number, worker: string, leaseSeconds: number): Promise<DistTaskRow[]>
   markSubmitted(taskId: number, nodeTaskId: number): Promise<void>
+  /**
+   * markSubmitted for several tasks in one transaction (one commit for many submissions). Same
+   * rule per task: only an assigned task becomes processing. Task ids must be distinct.
+   */
+  markSubmittedMany(marks: Array<{ taskId: number; nodeTaskId: number }>): Promise<void>
   releaseClaim(taskId: number): Promise<void>
   /**
    * Claims the processing task of `nodeId` whose node task id is `nodeTaskId` for fetching (same

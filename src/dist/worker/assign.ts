@@ -33,6 +33,8 @@ export interface AssignOptions {
 
 /** One assignment round. Returns the tasks assigned (with their node ids). */
 export async function assignRound(store: DistStore, o: AssignOptions): Promise<DistTaskRow[]> {
+  // Nothing pending (the usual idle round): one index lookup, not a count of every queued task.
+  if ((await store.listTasks({ status: 'pending', limit: 1 })).length === 0) return []
   const nodes = (await store.listNodes({ enabledOnly: true })).filter((n) => isWorkable(n, o.maxFailures))
   if (nodes.length === 0) return []
   const queue = await store.queueByNode()

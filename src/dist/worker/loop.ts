@@ -64,6 +64,9 @@ export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) =>
       out[i] = await fn(items[i]!)
     }
   }
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane))
+  // Every lane ends before this returns, even when one fails: no call is still running behind
+  // the caller's back (it may write marks the caller is about to flush).
+  const lanes = await Promise.allSettled(Array.from({ length: Math.min(limit, items.length) }, lane))
+  for (const l of lanes) if (l.status === 'rejected') throw l.reason
   return out
 }

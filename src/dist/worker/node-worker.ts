@@ -62,7 +62,52 @@ export function submitFields(t: DistTaskRow): Fields {
 /** Samples up to this size are read into memory and posted in one buffer (submit-http.ts). */
 const IN_MEMORY_SAMPLE = 32 * 1024 * 1024
 
+/** Samples up to this size stay in memory for the whole chunk (at most SUBMIT_CHUNK of them). */
+const SHARED_SAMPLE = 1024 * 1024
+
 const DATETIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/
+
+/** A sample as submitted: missing, in memory, or too large for memory (streamed from its file). */
+type Sample = { missing: true } | { missing: false; data: Buffer | null }
+
+async function readSample(file: string): Promise<Sample> {
+  let size: number
+  try {
+    size = (await stat(file)).size
+  } catch {
+    return { missing: true }
+  }
+  return { missing: false, data: size > IN_MEMORY_SAMPLE ? null : await readFile(file) }
+}
+
+/**
+ * Submitted tasks whose marks are not written yet, written `groupSize` at a time: one commit per
+ * group instead of one per task. A crash loses at most a group's marks besides the submissions in
+ * flight (those tasks are submitted again when their lease ends, as an in-flight one always was);
+ * the group is the worker's concurrency, so that stays the same order as with a write per task.
+ */
+class PendingMarks {
+  private marks: Array<{ taskId: number; nodeTaskId: number }> = []
+
+  constructor(private readonly store: DistStore, private readonly groupSize: number) {}
+
+  async add(taskId: number, nodeTaskId: number): Promise<void> {
+    this.marks.push({ taskId, nodeTaskId })
+    if (this.marks.length >= this.groupSize) await this.flush()
+  }
+
+  async flush(): Promise<void> {
+    if (this.marks.length > 0) await this.store.markSubmittedMany(this.marks.splice(0))
+  }
+}
+
+type SubmitResult = 'ok' | 'retry' | 'unreachable' | 'dropped'
+
+/** What one submission chunk shares: each sample read once, and the marks written in groups. */
+interface ChunkContext {
+  samples: Map<string, Promise<Sample>>
+  marks: PendingMarks
+}
 
 export class NodeWorker {
   private wasDown = false
@@ -131,7 +176,15 @@ export class NodeWorker {
       const want = Math.min(room, SUBMIT_CHUNK)
       const batch = await this.ctx.store.claimForSubmit(node.id, want, this.ctx.workerId, this.ctx.leaseSeconds)
       if (batch.length === 0) return false
-      const results = await mapLimit(batch, this.ctx.concurrency, (t) => this.submitOne(node, client, t))
+      // Tasks often share a sample (one file resubmitted with other options): read once per
+      // chunk, not per task. Per chunk only, so a sample replaced on disk is read afresh soon.
+      const chunk: ChunkContext = { samples: new Map(), marks: new PendingMarks(this.ctx.store, this.ctx.concurrency) }
+      let results: SubmitResult[]
+      try {
+        results = await mapLimit(batch, this.ctx.concurrency, (t) => this.submitOne(node, client, t, chunk))
+      } finally {
+        await chunk.marks.flush()
+      }
       room -= batch.length
       // The node stopped answering: the rest waits for the next round's contact.
       if (results.includes('unreachable')) return false
@@ -141,7 +194,7 @@ export class NodeWorker {
     return room <= 0
   }
 
-  private async submitOne(node: NodeRow, client: AnalysisClient, t: DistTaskRow): Promise<'ok' | 'retry' | 'unreachable' | 'dropped'> {
+  private async submitOne(node: NodeRow, client: AnalysisClient, t: DistTaskRow, chunk: ChunkContext): Promise<SubmitResult> {
     const { store } = this.ctx
     try {
       let res: { task_id: number }
@@ -150,20 +203,18 @@ export class NodeWorker {
       } else {
         const file = path.resolve(this.ctx.samplesDir, t.path ?? '')
         const name = t.filename ?? path.basename(file)
-        let size: number
-        try {
-          size = (await stat(file)).size
-        } catch {
+        const sample = await this.sample(chunk, file)
+        if (sample.missing) {
           await this.dropTask(node, t, `sample file missing: ${path.basename(file)}`)
           return 'dropped'
         }
-        res = size > IN_MEMORY_SAMPLE
+        res = sample.data === null
           // Streamed from disk by the shared client.
           ? await client.createFile(await openAsBlob(file), name, submitFields(t))
-          : await postMultipart(node.url, '/tasks/create/file', encodeMultipart(submitFields(t), { field: 'file', name, data: await readFile(file) }), this.ctx.transferTimeoutMs)
+          : await postMultipart(node.url, '/tasks/create/file', encodeMultipart(submitFields(t), { field: 'file', name, data: sample.data }), this.ctx.transferTimeoutMs)
       }
       if (!Number.isInteger(res?.task_id) || res.task_id <= 0) throw new ApiClientError(502, `no task id in the node's answer`)
-      await store.markSubmitted(t.id, res.task_id)
+      await chunk.marks.add(t.id, res.task_id)
       return 'ok'
     } catch (err) {
       if (!(err instanceof ApiClientError)) {
@@ -178,6 +229,20 @@ export class NodeWorker {
       this.ctx.log.warn(`dist: submitting task ${t.id} to ${node.name} failed, will retry: ${err.message}`)
       return err.status === 0 ? 'unreachable' : 'retry'
     }
+  }
+
+  /** Each sample read once per chunk; a large one is shared only by the tasks that wait for it at once. */
+  private async sample(chunk: ChunkContext, file: string): Promise<Sample> {
+    const cached = chunk.samples.get(file)
+    if (cached) return cached
+    const loading = readSample(file)
+    chunk.samples.set(file, loading)
+    const sample = await loading.catch((err: unknown) => {
+      chunk.samples.delete(file)
+      throw err
+    })
+    if (!sample.missing && (sample.data === null || sample.data.length > SHARED_SAMPLE)) chunk.samples.delete(file)
+    return sample
   }
 
   /**
