@@ -313,6 +313,16 @@ export function dispatcherApiSuite(name: string, db: () => Promise<string | unde
         expect((await call('DELETE', '/api/task/abc')).status).toBe(404)
       })
 
+      it('deleting a task its node is running leaves the node copy in the cleanup ledger for the worker', async () => {
+        const id = (await call('POST', '/api/task', new URLSearchParams({ url: 'example.com/running', node: 'n1' }))).body.task_id as number
+        const nodeId = (await d.store.getTask(id))!.node_id!
+        const claimed = await d.store.claimForSubmit(nodeId, 100, 'test', 60)
+        for (const t of claimed) if (t.id !== id) await d.store.releaseClaim(t.id)
+        await d.store.markSubmitted(id, 77)
+        expect((await call('DELETE', `/api/task/${id}`)).body).toEqual({ success: true })
+        expect(existsSync(path.join(d.config.reportsDir, '.node-cleanup', `${nodeId}-77`))).toBe(true)
+      })
+
       it('DELETE /api/tasks deletes several (unknown ids skipped); bad ids are a 400', async () => {
         const ids: number[] = []
         for (let i = 0; i < 2; i++) ids.push((await call('POST', '/api/task', form({}, { name: `s${i}`, data: `data ${i}` }))).body.task_id as number)

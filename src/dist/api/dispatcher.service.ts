@@ -7,6 +7,7 @@ import { AnalysisClient, ApiClientError } from '../../shared/api/client'
 import type { Machine } from '../../shared/api/schemas'
 import { DuplicateNodeError, type DistStore, type DistTaskRow, type MachineInfo, type NewDistTask, type NodeRow } from '../store/types'
 import { DistError, badRequest, notFound } from './errors'
+import { CleanupLedger } from '../worker/cleanup'
 
 export interface DistServiceOptions {
   samplesDir: string
@@ -109,6 +110,11 @@ export class DispatcherService {
     const row = await this.store.deleteTask(id)
     if (!row) return null
     await this.removeFiles(row)
+    // Submitted but not fetched: the node still holds a copy nobody will fetch now. The worker
+    // deletes it from the cleanup ledger once the node lets it (not while it runs there).
+    if (row.status === 'processing' && row.node_id !== null && row.node_task_id) {
+      await new CleanupLedger(this.opts.reportsDir).add(row.node_id, row.node_task_id, row.id)
+    }
     return 'deleted'
   }
 
