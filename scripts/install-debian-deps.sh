@@ -13,12 +13,13 @@
 #   tshark         the oracle the pcap-processing tests compare every decoded field with
 #   yara           YARA rules over samples, dropped files and memory dumps (or YARA-X, see docs)
 #   postgresql     the dispatcher's shared database; its tests start a throwaway cluster
+#   nginx-light    checks the reverse-proxy configuration `aviary dist --nginx` prints
 #   chromium fonts-dejavu-core  the browser the UI's Playwright tests and bench drive (Playwright's
 #                  own browser download is not reachable here)
 set -euo pipefail
 PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
   libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
-  tshark yara chromium fonts-dejavu-core postgresql)
+  tshark yara chromium fonts-dejavu-core postgresql nginx-light)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
