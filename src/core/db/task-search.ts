@@ -13,6 +13,7 @@
 // reloads everything. Marked tasks are read again before the next query, so a change that rolls
 // back leaves nothing wrong behind.
 import type { Db } from './database'
+import { OutsideWrites } from './outside-writes'
 import { TASK_STATUSES, type TaskStatus } from '../../shared/api/schemas'
 
 export interface SearchQuery {
@@ -50,12 +51,7 @@ export class TaskSearch {
   private names: string[] = []
   private samples: number[] = []
   private readonly dirty = new Set<number>()
-  private version: number
-  private checkedThisTurn = false
-  private readonly newTurn = () => {
-    this.checkedThisTurn = false
-  }
-  private readonly dataVersion
+  private readonly outside: OutsideWrites
   private readonly loadAll
   private readonly loadOne
   private readonly samplesByPrefix
@@ -63,7 +59,7 @@ export class TaskSearch {
 
   constructor(db: Db) {
     const columns = 'id, status, category, target, coalesce(sample_id, 0)'
-    this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck()
+    this.outside = new OutsideWrites(db)
     this.loadAll = db.prepare<[], Row>(`SELECT ${columns} FROM tasks ORDER BY id`).raw()
     this.loadOne = db.prepare<[number], Row>(`SELECT ${columns} FROM tasks WHERE id = ?`).raw()
     // A prefix p of lower-case hex: every hash that starts with p sorts in [p, p || 'g').
@@ -74,7 +70,6 @@ export class TaskSearch {
       `SELECT tj.json, t.score FROM json_each(?) j JOIN task_json tj ON tj.id = j.value JOIN tasks t ON t.id = j.value
        ORDER BY j.key`
     ).raw()
-    this.version = this.dataVersion.get() as number
     db.function('aviary_search_changed', { varargs: false }, (id) => {
       if (this.loaded) this.dirty.add(Number(id))
       return null
@@ -195,12 +190,7 @@ export class TaskSearch {
 
   /** Another connection wrote since the last look (once per event-loop turn, as in task-views.ts). */
   private checkVersion(): void {
-    if (this.checkedThisTurn) return
-    this.checkedThisTurn = true
-    setImmediate(this.newTurn)
-    const version = this.dataVersion.get() as number
-    if (version === this.version) return
-    this.version = version
+    if (!this.outside.happened()) return
     this.loaded = false
   }
 }

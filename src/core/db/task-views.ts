@@ -16,6 +16,7 @@
 // into JS on every change this connection makes, and PRAGMA data_version tells when another
 // connection (a maintenance script, a test) changed the file.
 import type { Db } from './database'
+import { OutsideWrites } from './outside-writes'
 
 /** Where a body is written: fresh memory by default, or a buffer lent for one response. */
 export type Alloc = (size: number) => Buffer
@@ -77,24 +78,18 @@ export class TaskViews {
   /** Pages asked for once since the last change: the next ask keeps the body. */
   private readonly asked = new Set<string>()
   private recentBytes = 0
-  private checkedThisTurn = false
-  private readonly newTurn = () => {
-    this.checkedThisTurn = false
-  }
-  private version: number
-  private readonly dataVersion
+  private readonly outside: OutsideWrites
   private readonly loadOrder
   private readonly fetch
   private readonly fetchOne
 
   constructor(db: Db, private readonly budgetBytes: number) {
-    this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck()
+    this.outside = new OutsideWrites(db)
     this.loadOrder = db.prepare<[], number>(`SELECT id FROM tasks t ${LIST_ORDER}`).pluck()
     this.fetch = db.prepare<[string], { id: number; json: string }>(
       'SELECT tj.id AS id, tj.json AS json FROM json_each(?) j JOIN task_json tj ON tj.id = j.value'
     )
     this.fetchOne = db.prepare<[number], string>('SELECT json FROM task_json WHERE id = ?').pluck()
-    this.version = this.dataVersion.get() as number
     db.function('aviary_task_changed', { varargs: false }, (id) => {
       this.forget(Number(id))
       this.dropRecent()
@@ -391,18 +386,9 @@ export class TaskViews {
     this.recentBytes = 0
   }
 
-  /**
-   * Asks SQLite whether another connection wrote, once per event-loop turn: the pragma costs
-   * more than serving a cached task, and a request answered in the same turn as an outside
-   * write is one that ran alongside it.
-   */
+  /** Another connection wrote: everything cached may be stale (outside-writes.ts). */
   private checkVersion(): void {
-    if (this.checkedThisTurn) return
-    this.checkedThisTurn = true
-    setImmediate(this.newTurn)
-    const version = this.dataVersion.get() as number
-    if (version === this.version) return
-    this.version = version
+    if (!this.outside.happened()) return
     this.order = null
     this.slabOf = []
     this.indexOf = []
