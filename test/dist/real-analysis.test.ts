@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createNetnsGuest, type NetnsGuest } from '../guests/netns-guest'
-import { startHarness, type Harness } from '../service-harness'
+import type { NetnsGuest } from '../guests/netns-guest'
+import { startNetnsAnalysisNode } from '../guests/netns-analysis-node'
+import type { Harness } from '../service-harness'
 import { startDispatcher, type Dispatcher } from '../../src/dist/index'
 import { startWorker, type DistWorker } from '../../src/dist/worker/index'
 import { waitFor } from './nodes'
@@ -22,18 +23,7 @@ describe('a real analysis through the dispatcher', () => {
   let taskId: number
 
   beforeAll(async () => {
-    guest = await createNetnsGuest({ index: 9, prefix: 'avds' })
-    await guest.startAgent([process.execPath, path.resolve('bin/aviary.js'), 'agent', '-H', '0.0.0.0', '-p', '8000'])
-    node = await startHarness({
-      engine: true,
-      machines: {
-        driver: 'physical',
-        interface: guest.hostIf,
-        resultserver: { ip: guest.hostIp, port: 0 },
-        screenshots: { interval: 0 },
-        machines: [{ name: 'netns9', ip: guest.guestIp, platform: 'linux' }]
-      }
-    })
+    ;({ guest, h: node } = await startNetnsAnalysisNode({ index: 9, prefix: 'avds' }))
     dir = mkdtempSync(path.join(tmpdir(), 'aviary-dist-'))
     dist = await startDispatcher({ dataDir: dir, host: '127.0.0.1', port: 0, worker: false, logLevel: 'warn', reportFormats: ['json', 'html'] })
     const reg = await fetch(`${dist.url}/api/node`, { method: 'POST', body: new URLSearchParams({ name: 'real', url: node.url }) })

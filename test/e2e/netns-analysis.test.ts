@@ -10,8 +10,9 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createNetnsGuest, type NetnsGuest } from '../guests/netns-guest'
-import { startHarness, type Harness } from '../service-harness'
+import type { NetnsGuest } from '../guests/netns-guest'
+import { startNetnsAnalysisNode } from '../guests/netns-analysis-node'
+import type { Harness } from '../service-harness'
 import { waitForTask, stages, submitFile } from './e2e-helpers'
 import { missingConsumerFields } from '../cuckoo-report-fields'
 
@@ -29,18 +30,7 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
   let taskId: number
 
   beforeAll(async () => {
-    guest = await createNetnsGuest({ index: 1, prefix: 'avee' })
-    await guest.startAgent([process.execPath, path.resolve('bin/aviary.js'), 'agent', '-H', '0.0.0.0', '-p', '8000'])
-    h = await startHarness({
-      engine: true,
-      machines: {
-        driver: 'physical',
-        interface: guest.hostIf,
-        resultserver: { ip: guest.hostIp, port: 0 },
-        screenshots: { interval: 0 },
-        machines: [{ name: 'netns1', ip: guest.guestIp, platform: 'linux' }]
-      }
-    })
+    ;({ guest, h } = await startNetnsAnalysisNode({ index: 1, prefix: 'avee' }))
     taskId = await submitFile(h, 'fetcher.sh', SAMPLE, { timeout: '30' })
     await waitForTask(h, taskId, ['reported', 'failed_analysis', 'failed_processing'], 90_000)
   }, 150_000)

@@ -10,7 +10,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import sharp from 'sharp'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { createNetnsGuest, type NetnsGuest } from '../guests/netns-guest'
+import type { NetnsGuest } from '../guests/netns-guest'
+import { startNetnsAnalysisNode } from '../guests/netns-analysis-node'
 import { startHarness, type Harness } from '../service-harness'
 import { waitForTask } from '../e2e/e2e-helpers'
 
@@ -43,18 +44,7 @@ async function go(hash: string): Promise<void> {
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true })
-  guest = await createNetnsGuest({ index: 8, prefix: 'avui' })
-  await guest.startAgent([process.execPath, path.resolve('bin/aviary.js'), 'agent', '-H', '0.0.0.0', '-p', '8000'])
-  local = await startHarness({
-    engine: true,
-    machines: {
-      driver: 'physical',
-      interface: guest.hostIf,
-      resultserver: { ip: guest.hostIp, port: 0 },
-      screenshots: { interval: 0 },
-      machines: [{ name: 'netns8', ip: guest.guestIp, platform: 'linux', tags: ['e2e'] }]
-    }
-  })
+  ;({ guest, h: local } = await startNetnsAnalysisNode({ index: 8, prefix: 'avui', tags: ['e2e'] }))
   remote = await startHarness({ apiToken: TOKEN })
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] })
   page = await browser.newPage({ viewport: { width: 1280, height: 900 }, acceptDownloads: true })
