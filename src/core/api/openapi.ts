@@ -2,30 +2,7 @@
 // validate requests. Multipart file fields are marked `x-file` in the schemas and shown here
 // as binary strings.
 import type { SwaggerOptions } from '@fastify/swagger'
-
-type Json = Record<string, unknown>
-
-function showFiles(schema: unknown): unknown {
-  if (!schema || typeof schema !== 'object') return schema
-  const s = schema as Json
-  if (s['x-file']) return { type: 'string', format: 'binary', description: s.description }
-  const props = s.properties as Json | undefined
-  if (!props) return schema
-  return { ...s, properties: Object.fromEntries(Object.entries(props).map(([k, v]) => [k, showFiles(v)])) }
-}
-
-/**
- * One params schema serves the short and the long form of a route (/tasks/list, /tasks/list/:limit,
- * /tasks/list/:limit/:offset), but OpenAPI wants exactly the parameters of each path, all required.
- */
-function onlyParamsOf(url: string, schema: unknown): unknown {
-  const s = schema as Json
-  const props = s.properties as Json | undefined
-  if (!props) return schema
-  const names = new Set([...url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]))
-  const kept = Object.fromEntries(Object.entries(props).filter(([k]) => names.has(k)))
-  return { ...s, properties: kept, required: Object.keys(kept) }
-}
+import { openApiTransform } from '../../shared/api/openapi-transform'
 
 export function openApiOptions(version: string): SwaggerOptions {
   return {
@@ -41,12 +18,6 @@ export function openApiOptions(version: string): SwaggerOptions {
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }]
     },
-    transform: ({ schema, url }) => {
-      if (!schema) return { schema, url }
-      const out: Json = { ...schema }
-      if (schema.body) out.body = showFiles(schema.body)
-      if (schema.params) out.params = onlyParamsOf(url, schema.params)
-      return { schema: out as typeof schema, url }
-    }
+    transform: openApiTransform
   }
 }
