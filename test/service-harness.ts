@@ -16,8 +16,8 @@ export interface Harness {
   json<T = Record<string, unknown>>(p: string, headers?: Record<string, string>): Promise<{ status: number; body: T; res: Response }>
   post(p: string, body: FormData | URLSearchParams | string, headers?: Record<string, string>): Promise<{ status: number; body: Record<string, unknown>; res: Response }>
   analysisDir(id: number): string
-  /** Runs SQL on the service's database file (as the engine will, until it exists). */
-  sql(statement: string, ...args: unknown[]): void
+  /** Runs a statement on its own connection, as another process would; answers what it changed. */
+  sql(statement: string, ...args: unknown[]): { changes: number }
   stop(): Promise<void>
 }
 
@@ -50,7 +50,7 @@ export async function startHarness(opts: Partial<ServiceOptions> & { machines?: 
     },
     sql(statement: string, ...args: unknown[]) {
       db ??= new Database(path.join(dataDir, 'aviary.db'))
-      db.prepare(statement).run(...args)
+      return { changes: db.prepare(statement).run(...args).changes }
     },
     async stop() {
       db?.close()

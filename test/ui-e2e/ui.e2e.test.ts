@@ -122,10 +122,13 @@ describe('the UI in Chromium', () => {
   it('shows screenshots full size with arrow keys, and downloads a memory dump', async () => {
     const form = new FormData()
     form.append('file', new Blob(['MZ fake']), 'shots.exe')
+    // A platform no machine has keeps it pending (else the scheduler may take it first and clear
+    // its folder for a run); marked completed, the engine only processes it.
+    form.append('platform', 'darwin')
     const created = await local.post('/tasks/create/file', form)
     const id = created.body.task_id as number
-    // Marked completed before the scheduler can take it: the engine only processes it.
-    local.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", id)
+    const marked = local.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ? AND status = 'pending'", id)
+    expect(marked).toMatchObject({ changes: 1 })
     const dir = local.analysisDir(id)
     mkdirSync(path.join(dir, 'shots'), { recursive: true })
     mkdirSync(path.join(dir, 'memory'), { recursive: true })
