@@ -20,10 +20,13 @@ export interface TestNode {
   /** false: the player leaves this node's tasks alone (they stay pending there). */
   play: boolean
   alive: boolean
+  /** The node's API token, when it asks for one. */
+  token?: string
 }
 
-export async function startNode(name: string, port = 0): Promise<TestNode> {
-  return { name, h: await startHarness({ machines: MACHINES, port }), play: true, alive: true }
+export async function startNode(name: string, port = 0, token?: string): Promise<TestNode> {
+  const h = await startHarness({ machines: MACHINES, port, ...(token ? { apiToken: token } : {}) })
+  return { name, h, play: true, alive: true, ...(token ? { token } : {}) }
 }
 
 export const sha256 = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex')
@@ -32,7 +35,10 @@ interface NodeTask { id: number; status: string; sample: { sha256?: string } }
 
 export async function nodeTasks(n: TestNode, status?: string): Promise<NodeTask[]> {
   const q = status ? `?status=${status}` : ''
-  return (await n.h.json<{ tasks: NodeTask[] }>(`/tasks/list/100000/0${q}`)).body.tasks
+  const headers = n.token ? { authorization: `Bearer ${n.token}` } : undefined
+  const res = await n.h.json<{ tasks: NodeTask[] }>(`/tasks/list/100000/0${q}`, headers)
+  if (res.status !== 200) throw new Error(`node ${n.name}: /tasks/list answered ${res.status}`)
+  return res.body.tasks
 }
 
 export interface Seen {

@@ -5,7 +5,7 @@ import { rm, statfs } from 'node:fs/promises'
 import path from 'node:path'
 import { AnalysisClient, ApiClientError } from '../../shared/api/client'
 import type { Machine } from '../../shared/api/schemas'
-import { DuplicateNodeError, type DistStore, type DistTaskRow, type MachineInfo, type NewDistTask, type NodeRow } from '../store/types'
+import { DuplicateNodeError, type DistStore, type DistTaskRow, type MachineInfo, type NewDistTask, type NodePatch, type NodeRow } from '../store/types'
 import { DistError, badRequest, notFound } from './errors'
 import { CleanupLedger } from '../worker/cleanup'
 
@@ -21,31 +21,36 @@ export type RawMachine = Partial<Machine> & { name: string }
 export class DispatcherService {
   constructor(readonly store: DistStore, readonly opts: DistServiceOptions) {}
 
-  client(url: string): AnalysisClient {
-    return new AnalysisClient(url, { timeoutMs: this.opts.nodeTimeoutMs ?? 30_000 })
+  client(url: string, token: string | null): AnalysisClient {
+    return new AnalysisClient(url, { token: token ?? undefined, timeoutMs: this.opts.nodeTimeoutMs ?? 30_000 })
   }
 
   /** Asks the node for its status (it must answer) and its machines. */
-  async contact(url: string): Promise<{ status: unknown; machines: RawMachine[] }> {
-    const c = this.client(url)
+  async contact(url: string, token: string | null): Promise<{ status: unknown; machines: RawMachine[] }> {
+    const c = this.client(url, token)
     const status = await c.status()
     const { machines } = await c.machines()
     if (!Array.isArray(machines)) throw new ApiClientError(0, 'its /machines/list has no machines list')
     return { status, machines: machines as RawMachine[] }
   }
 
-  async registerNode(name: string, url: string, mode: string | undefined): Promise<{ node: NodeRow; machines: RawMachine[] }> {
+  async registerNode(name: string, url: string, mode: string | undefined, token: string | null = null): Promise<{ node: NodeRow; machines: RawMachine[] }> {
     const normalized = nodeUrl(url)
     if (await this.store.getNode(name)) throw new DistError(409, 'There is already a node with this name')
     let found
     try {
-      found = await this.contact(normalized)
+      found = await this.contact(normalized, token)
     } catch (err) {
+      if (err instanceof ApiClientError && (err.status === 401 || err.status === 403)) {
+        throw badRequest('token', token === null
+          ? `the node at ${normalized} asks for an API token (${err.status}): send its token in \`token\``
+          : `the node at ${normalized} refused this token (${err.status})`)
+      }
       throw badRequest('url', `the node at ${normalized} does not answer as a Cuckoo-compatible API (GET /cuckoo/status, /machines/list): ${(err as Error).message}`)
     }
     let node: NodeRow
     try {
-      node = await this.store.addNode({ name, url: normalized, machines: found.machines.map(machineInfo), ...(mode ? { mode } : {}) })
+      node = await this.store.addNode({ name, url: normalized, token, machines: found.machines.map(machineInfo), ...(mode ? { mode } : {}) })
     } catch (err) {
       if (err instanceof DuplicateNodeError) throw new DistError(409, 'There is already a node with this name')
       throw err
@@ -58,7 +63,7 @@ export class DispatcherService {
     const node = await this.nodeOr404(name)
     let found
     try {
-      found = await this.contact(node.url)
+      found = await this.contact(node.url, node.token)
     } catch (err) {
       await this.store.recordContact(node.id, false)
       // The node, not the request, is at fault: a gateway error.
@@ -75,7 +80,7 @@ export class DispatcherService {
     return node
   }
 
-  async updateNode(name: string, patch: { name?: string; url?: string; enabled?: boolean; mode?: string }): Promise<NodeRow> {
+  async updateNode(name: string, patch: NodePatch): Promise<NodeRow> {
     if (patch.url !== undefined) patch.url = nodeUrl(patch.url)
     try {
       const node = await this.store.updateNode(name, patch)

@@ -26,7 +26,7 @@ export function nodesRoutes(app: FastifyInstance, svc: DispatcherService): void 
   addRoute(app, {
     method: 'POST', url: '/node', generations: [...both],
     schema: {
-      tags, summary: 'Register a node: it must answer GET /cuckoo/status; its GET /machines/list is read',
+      tags, summary: 'Register a node: it must answer GET /cuckoo/status (with its `token` if it asks for one); its GET /machines/list is read',
       consumes: ['multipart/form-data', 'application/x-www-form-urlencoded', 'application/json'],
       body: RegisterNodeBody, response: { 200: AnyBody, 400: errors[400], 409: errors[400] }
     },
@@ -35,7 +35,7 @@ export function nodesRoutes(app: FastifyInstance, svc: DispatcherService): void 
       // Cuckoo 2: `ip` wins over `url` and means the default API port.
       const url = body.ip !== undefined ? ipUrl(body.ip) : body.url
       if (url === undefined) throw badRequest('url', 'required (or `ip`); an http or https URL such as http://10.0.0.2:8090')
-      const { node, machines } = await svc.registerNode(body.name, url, body.mode)
+      const { node, machines } = await svc.registerNode(body.name, url, body.mode, body.token ?? null)
       return answer(newer, { machines }, { name: node.name, machines: node.machines })
     }
   })
@@ -54,7 +54,7 @@ export function nodesRoutes(app: FastifyInstance, svc: DispatcherService): void 
   addRoute(app, {
     method: 'PUT', url: '/node/:name', generations: [...both],
     schema: {
-      tags, summary: 'Update a node: name, url (or ip), enabled',
+      tags, summary: 'Update a node: name, url (or ip), token, enabled',
       consumes: ['multipart/form-data', 'application/x-www-form-urlencoded', 'application/json'],
       params: NodeNameParams, body: UpdateNodeBody, response: { 200: Ok, ...errors, 409: errors[400] }
     },
@@ -65,6 +65,7 @@ export function nodesRoutes(app: FastifyInstance, svc: DispatcherService): void 
       await svc.updateNode(name, {
         ...(body.name !== undefined ? { name: body.name } : {}),
         ...(url !== undefined ? { url } : {}),
+        ...(body.token !== undefined ? { token: body.token } : {}),
         ...(body.enabled !== undefined ? { enabled: truthy(body.enabled) } : {}),
         ...(body.mode !== undefined ? { mode: body.mode } : {})
       })
@@ -98,6 +99,8 @@ function nodeView(n: NodeRow) {
     mode: n.mode,
     enabled: n.enabled,
     machines: n.machines,
+    // Whether the dispatcher sends a token, never the token.
+    token: n.token !== null,
     last_seen: n.last_seen,
     failures: n.failures
   }

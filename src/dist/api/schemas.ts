@@ -15,6 +15,8 @@ const NodeUrl = allowed(Type.String({ minLength: 1, maxLength: 2048, description
   'an http or https URL such as http://10.0.0.2:8090')
 const NodeIp = allowed(Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9.:\\-\\[\\]]+$', description: 'node address; the URL becomes http://<ip>:8090/' }),
   'an IP address or host name')
+const NodeToken = allowed(Type.String({ minLength: 1, maxLength: 4096, pattern: '^[\\x21-\\x7e]+$', description: "the node API's Bearer token (cuckoo.conf api_token, or `aviary serve --api-token`); kept by the dispatcher, never shown" }),
+  'the token as printable ASCII without spaces')
 const Mode = allowed(Type.String({ maxLength: 32, pattern: '^[a-z]+$', description: 'node mode, normally "normal"' }), 'a mode such as normal')
 
 export const NodeNameParams = Type.Object({ name: Type.String({ maxLength: 255 }) })
@@ -22,13 +24,14 @@ export const NodeListQuery = Type.Object({
   mode: Type.Optional(allowed(Type.String({ enum: ['workers'], description: 'workers: the enabled node names as plain text' }), 'workers'))
 })
 
-export const RegisterNodeBody = Type.Object({ name: NodeName, url: Type.Optional(NodeUrl), ip: Type.Optional(NodeIp), mode: Type.Optional(Mode) })
+export const RegisterNodeBody = Type.Object({ name: NodeName, url: Type.Optional(NodeUrl), ip: Type.Optional(NodeIp), token: Type.Optional(NodeToken), mode: Type.Optional(Mode) })
 export type RegisterNodeBody = Static<typeof RegisterNodeBody>
 
 export const UpdateNodeBody = Type.Object({
   name: Type.Optional(NodeName),
   url: Type.Optional(NodeUrl),
   ip: Type.Optional(NodeIp),
+  token: Type.Optional(NodeToken),
   enabled: Type.Optional(Flag('false disables the node, true enables it again')),
   mode: Type.Optional(Mode)
 })

@@ -99,6 +99,12 @@ export const migrationSteps: MigrationStep[] = [
       'CREATE INDEX tasks_node_task ON tasks(node_id, node_task_id)',
       'CREATE INDEX tasks_owner ON tasks(owner)'
     ]
+  },
+  {
+    version: 2,
+    name: 'node API tokens',
+    // A node whose API asks for `Authorization: Bearer` (Cuckoo 2.0.7 generates a token on install).
+    sql: () => ['ALTER TABLE nodes ADD COLUMN token TEXT']
   }
 ]
 

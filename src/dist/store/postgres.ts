@@ -15,7 +15,6 @@ import {
   toMachine,
   toNode,
   toTask,
-  type NodePatch,
   type RawMachine
 } from './rows'
 import {
@@ -25,6 +24,7 @@ import {
   type DistTaskStatus,
   type MachineInfo,
   type NewDistTask,
+  type NodePatch,
   type NodeRow,
   type TaskListQuery
 } from './types'
@@ -33,7 +33,7 @@ type Row = Record<string, unknown>
 type Queryable = pg.Pool | pg.PoolClient
 
 // JSON columns are read as text, so both stores parse them in one place (rows.ts).
-const NODE_COLUMNS = 'id, name, url, mode, enabled, last_seen, failures, status::text AS status'
+const NODE_COLUMNS = 'id, name, url, token, mode, enabled, last_seen, failures, status::text AS status'
 const MACHINE_COLUMNS = 'node_id, name, platform, tags::text AS tags'
 
 /** `?` placeholders → `$1, $2, …` (the shared WHERE builders use `?`). */
@@ -123,10 +123,10 @@ export class PostgresDistStore implements DistStore {
     )
   }
 
-  async addNode(n: { name: string; url: string; mode?: string; machines: MachineInfo[] }): Promise<NodeRow> {
+  async addNode(n: { name: string; url: string; token?: string | null; mode?: string; machines: MachineInfo[] }): Promise<NodeRow> {
     try {
       return await this.tx(async (c) => {
-        const { rows } = await c.query<{ id: number }>('INSERT INTO nodes (name, url, mode) VALUES ($1, $2, $3) RETURNING id', [n.name, n.url, n.mode ?? 'normal'])
+        const { rows } = await c.query<{ id: number }>('INSERT INTO nodes (name, url, token, mode) VALUES ($1, $2, $3, $4) RETURNING id', [n.name, n.url, n.token ?? null, n.mode ?? 'normal'])
         const { id } = only(rows)
         await this.insertMachines(c, id, n.machines)
         return (await this.nodeWhere(c, 'id = $1', id)) as NodeRow

@@ -1,6 +1,6 @@
 // What both stores share besides the schema: turning raw rows into the interface's types, the
 // timestamp format, and the balancing rule of assignPending.
-import type { DistTaskRow, DistTaskStatus, MachineInfo, NodeRow, TaskListQuery } from './types'
+import type { DistTaskRow, DistTaskStatus, MachineInfo, NodePatch, NodeRow, TaskListQuery } from './types'
 
 export const TASK_COLUMNS =
   'id, category, path, filename, url, package, timeout, priority, options, machine, platform, tags, custom, ' +
@@ -41,6 +41,7 @@ export function toNode(r: Record<string, unknown>, machines: MachineInfo[]): Nod
     id: Number(r.id),
     name: String(r.name),
     url: String(r.url),
+    token: typeof r.token === 'string' && r.token !== '' ? r.token : null,
     mode: String(r.mode),
     enabled: r.enabled === true || r.enabled === 1,
     machines,
@@ -92,12 +93,11 @@ export function toTask(r: Record<string, unknown>): DistTaskRow {
   }
 }
 
-export type NodePatch = { name?: string; url?: string; enabled?: boolean; mode?: string }
 
 /** The columns an updateNode patch sets, with their values (booleans as given). */
-export function nodePatchColumns(patch: NodePatch): Array<[column: string, value: string | boolean]> {
-  const out: Array<[string, string | boolean]> = []
-  for (const key of ['name', 'url', 'enabled', 'mode'] as const) {
+export function nodePatchColumns(patch: NodePatch): Array<[column: string, value: string | boolean | null]> {
+  const out: Array<[string, string | boolean | null]> = []
+  for (const key of ['name', 'url', 'token', 'enabled', 'mode'] as const) {
     const v = patch[key]
     if (v !== undefined) out.push([key, v])
   }

@@ -15,7 +15,6 @@ import {
   toMachine,
   toNode,
   toTask,
-  type NodePatch,
   type RawMachine
 } from './rows'
 import {
@@ -25,6 +24,7 @@ import {
   type DistTaskStatus,
   type MachineInfo,
   type NewDistTask,
+  type NodePatch,
   type NodeRow,
   type TaskListQuery
 } from './types'
@@ -96,11 +96,11 @@ export class SqliteDistStore implements DistStore {
     for (const m of machines) ins.run(nodeId, m.name, m.platform, JSON.stringify(m.tags))
   }
 
-  async addNode(n: { name: string; url: string; mode?: string; machines: MachineInfo[] }): Promise<NodeRow> {
+  async addNode(n: { name: string; url: string; token?: string | null; mode?: string; machines: MachineInfo[] }): Promise<NodeRow> {
     try {
       const id = this.db
         .transaction(() => {
-          const r = this.prepare('INSERT INTO nodes (name, url, mode) VALUES (?, ?, ?)').run(n.name, n.url, n.mode ?? 'normal')
+          const r = this.prepare('INSERT INTO nodes (name, url, token, mode) VALUES (?, ?, ?, ?)').run(n.name, n.url, n.token ?? null, n.mode ?? 'normal')
           this.insertMachines(Number(r.lastInsertRowid), n.machines)
           return Number(r.lastInsertRowid)
         })

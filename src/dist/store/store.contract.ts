@@ -76,6 +76,15 @@ export function storeContract(name: string, target: () => ContractTarget): void 
       expect(await s.updateNode('c', {})).toMatchObject({ name: 'c' })
     })
 
+    it("keeps a node's API token; a patch replaces or removes it", async () => {
+      const s = await fresh()
+      expect((await s.addNode({ name: 'open', url: 'http://o/', machines: [] })).token).toBeNull()
+      expect((await s.addNode({ name: 'locked', url: 'http://l/', token: 'tok-1', machines: [] })).token).toBe('tok-1')
+      expect((await s.updateNode('locked', { token: 'tok-2' }))?.token).toBe('tok-2')
+      expect((await s.listNodes()).map((n) => n.token)).toEqual([null, 'tok-2'])
+      expect((await s.updateNode('locked', { token: null }))?.token).toBeNull()
+    })
+
     it('replaces machines and records contacts', async () => {
       const s = await fresh()
       const a = await s.addNode({ name: 'a', url: 'http://a/', machines: [{ name: 'm1', platform: 'windows', tags: [] }] })

@@ -5,6 +5,7 @@ import pg from 'pg'
 import { usePostgres } from '../../../test/postgres'
 import { openStore } from './index'
 import { storeContract, task } from './store.contract'
+import { migrationSteps } from './migrations'
 
 const cluster = usePostgres()
 
@@ -19,7 +20,7 @@ describe('PostgreSQL specifics', () => {
     await c.connect()
     try {
       const { rows } = await c.query<{ version: number }>('SELECT version FROM schema_version ORDER BY version')
-      expect(rows.map((r) => r.version)).toEqual([1])
+      expect(rows.map((r) => r.version)).toEqual(migrationSteps.map((s) => s.version))
       await c.query("INSERT INTO schema_version (version, name, applied_at) VALUES (99, 'future', '')")
     } finally {
       await c.end()

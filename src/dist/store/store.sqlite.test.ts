@@ -5,6 +5,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { openStore, resolveStoreTarget } from './index'
 import { storeContract, task } from './store.contract'
+import { createVersionTable, migrationSteps, sqliteDialect } from './migrations'
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'aviary-dist-sqlite-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -41,5 +42,22 @@ describe('openStore', () => {
     raw.prepare("INSERT INTO schema_version (version, name, applied_at) VALUES (99, 'future', '')").run()
     raw.close()
     await expect(openStore(path.join(data, 'dist.db'), '/unused')).rejects.toThrow(/newer Aviary/)
+  })
+
+  it('upgrades a database of the first schema in place, keeping its nodes and tasks', async () => {
+    const file = path.join(dir, 'v1.db')
+    const Database = (await import('better-sqlite3')).default
+    const raw = new Database(file)
+    raw.exec(createVersionTable)
+    for (const stmt of migrationSteps[0]!.sql(sqliteDialect)) raw.exec(stmt)
+    raw.prepare("INSERT INTO schema_version (version, name, applied_at) VALUES (1, 'v1', '')").run()
+    raw.prepare("INSERT INTO nodes (name, url) VALUES ('old', 'http://old:8090/')").run()
+    raw.prepare("INSERT INTO tasks (category, url, status, submitted) VALUES ('url', 'http://x/', 'pending', '2026-01-01 00:00:00')").run()
+    raw.close()
+    const s = await openStore(file, '/unused')
+    expect(await s.getNode('old')).toMatchObject({ url: 'http://old:8090/', token: null, enabled: true })
+    expect(await s.getTask(1)).toMatchObject({ url: 'http://x/', status: 'pending' })
+    expect((await s.updateNode('old', { token: 't' }))?.token).toBe('t')
+    await s.close()
   })
 })

@@ -20,6 +20,8 @@ export interface NodeRow {
   id: number
   name: string
   url: string
+  /** The node API's Bearer token, null when it asks for none. Never shown by the dispatcher's API. */
+  token: string | null
   mode: string
   enabled: boolean
   machines: MachineInfo[]
@@ -30,6 +32,9 @@ export interface NodeRow {
   /** The node's last /cuckoo/status (parsed), null before the first contact. */
   status: unknown
 }
+
+/** What updateNode may change; a token of null removes it. */
+export type NodePatch = { name?: string; url?: string; token?: string | null; enabled?: boolean; mode?: string }
 
 /** The submission fields, stored as given (strings, as Cuckoo's dispatcher forwards them). */
 export interface TaskFields {
@@ -87,13 +92,13 @@ export interface DistStore {
 
   // ---- nodes
   /** Throws DuplicateNodeError when the name exists. */
-  addNode(n: { name: string; url: string; mode?: string; machines: MachineInfo[] }): Promise<NodeRow>
+  addNode(n: { name: string; url: string; token?: string | null; mode?: string; machines: MachineInfo[] }): Promise<NodeRow>
   getNode(name: string): Promise<NodeRow | null>
   getNodeById(id: number): Promise<NodeRow | null>
   /** All nodes (disabled too) unless enabledOnly. Ordered by id. */
   listNodes(o?: { enabledOnly?: boolean }): Promise<NodeRow[]>
   /** null when no such node. Throws DuplicateNodeError on a rename to an existing name. */
-  updateNode(name: string, patch: { name?: string; url?: string; enabled?: boolean; mode?: string }): Promise<NodeRow | null>
+  updateNode(name: string, patch: NodePatch): Promise<NodeRow | null>
   setMachines(nodeId: number, machines: MachineInfo[]): Promise<void>
   /** Records a contact: ok resets failures and stores the status; a failure increments failures. */
   recordContact(nodeId: number, ok: boolean, status?: unknown): Promise<NodeRow>

@@ -118,7 +118,8 @@ export class NodeWorker {
     const { store } = this.ctx
     const node = await store.getNodeById(this.nodeId)
     if (!node || !node.enabled) return undefined
-    const api = new AnalysisClient(node.url, { timeoutMs: this.ctx.requestTimeoutMs })
+    const token = node.token ?? undefined
+    const api = new AnalysisClient(node.url, { token, timeoutMs: this.ctx.requestTimeoutMs })
     let pending: number
     try {
       const status = await api.status()
@@ -134,7 +135,7 @@ export class NodeWorker {
       this.wasDown = false
       this.ctx.kickAssign()
     }
-    const transfer = new AnalysisClient(node.url, { timeoutMs: this.ctx.transferTimeoutMs })
+    const transfer = new AnalysisClient(node.url, { token, timeoutMs: this.ctx.transferTimeoutMs })
     await this.cleanLeftovers(node, api)
     const more = await this.submit(node, transfer, pending)
     await this.collect(node, api, transfer)
@@ -199,7 +200,7 @@ export class NodeWorker {
     try {
       let res: { task_id: number }
       if (t.category === 'url') {
-        res = await postMultipart(node.url, '/tasks/create/url', encodeMultipart({ ...submitFields(t), url: t.url ?? '' }), this.ctx.transferTimeoutMs)
+        res = await postMultipart(node, '/tasks/create/url', encodeMultipart({ ...submitFields(t), url: t.url ?? '' }), this.ctx.transferTimeoutMs)
       } else {
         const file = path.resolve(this.ctx.samplesDir, t.path ?? '')
         const name = t.filename ?? path.basename(file)
@@ -211,7 +212,7 @@ export class NodeWorker {
         res = sample.data === null
           // Streamed from disk by the shared client.
           ? await client.createFile(await openAsBlob(file), name, submitFields(t))
-          : await postMultipart(node.url, '/tasks/create/file', encodeMultipart(submitFields(t), { field: 'file', name, data: sample.data }), this.ctx.transferTimeoutMs)
+          : await postMultipart(node, '/tasks/create/file', encodeMultipart(submitFields(t), { field: 'file', name, data: sample.data }), this.ctx.transferTimeoutMs)
       }
       if (!Number.isInteger(res?.task_id) || res.task_id <= 0) throw new ApiClientError(502, `no task id in the node's answer`)
       await chunk.marks.add(t.id, res.task_id)

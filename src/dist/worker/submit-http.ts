@@ -34,15 +34,20 @@ export function encodeMultipart(fields: Fields, file?: { field: string; name: st
   return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` }
 }
 
-/** POSTs a multipart body; errors as the shared client reports them (status 0: unreachable). */
-export function postMultipart(base: string, path: string, form: { body: Buffer; contentType: string }, timeoutMs: number): Promise<{ task_id: number }> {
+/** POSTs a multipart body to a node; errors as the shared client reports them (status 0: unreachable). */
+export function postMultipart(node: { url: string; token: string | null }, path: string, form: { body: Buffer; contentType: string }, timeoutMs: number): Promise<{ task_id: number }> {
+  const base = node.url
   const url = new URL(base.replace(/\/+$/, '') + path)
   const mod = url.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
     const req = mod.request(url, {
       method: 'POST',
       agent: url.protocol === 'https:' ? agents.https : agents.http,
-      headers: { 'content-type': form.contentType, 'content-length': form.body.length },
+      headers: {
+        'content-type': form.contentType,
+        'content-length': form.body.length,
+        ...(node.token !== null ? { authorization: `Bearer ${node.token}` } : {})
+      },
       timeout: timeoutMs
     }, (res) => {
       const chunks: Buffer[] = []
