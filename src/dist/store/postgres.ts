@@ -321,6 +321,11 @@ export class PostgresDistStore implements DistStore {
     return r === undefined ? null : toTask(r)
   }
 
+  async knowsNodeTask(nodeId: number, nodeTaskId: number): Promise<boolean> {
+    const { rowCount } = await this.pool.query('SELECT 1 FROM tasks WHERE node_id = $1 AND node_task_id = $2 LIMIT 1', [nodeId, nodeTaskId])
+    return (rowCount ?? 0) > 0
+  }
+
   async markFinished(taskId: number, started: string | null): Promise<void> {
     await this.pool.query(
       `UPDATE tasks SET status = 'finished', started = $1, completed = $2, claimed_by = NULL, claim_until = NULL

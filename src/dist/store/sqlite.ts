@@ -301,6 +301,10 @@ export class SqliteDistStore implements DistStore {
     return r ? toTask(r) : null
   }
 
+  async knowsNodeTask(nodeId: number, nodeTaskId: number): Promise<boolean> {
+    return this.prepare('SELECT 1 FROM tasks WHERE node_id = ? AND node_task_id = ? LIMIT 1').get(nodeId, nodeTaskId) !== undefined
+  }
+
   async markFinished(taskId: number, started: string | null): Promise<void> {
     this.prepare(
         `UPDATE tasks SET status = 'finished', started = ?, completed = ?, claimed_by = NULL, claim_until = NULL

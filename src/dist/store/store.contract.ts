@@ -255,6 +255,10 @@ export function storeContract(name: string, target: () => ContractTarget): void 
       expect((await s.getTask(newer))?.completed).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/)
       expect(await s.claimForFetch(n.id, 9, 'w1', 60)).toBeNull()
       expect(await s.claimForFetch(n.id + 1, 9, 'w1', 60)).toBeNull()
+      // Known in any status (finished here), on that node only.
+      expect(await s.knowsNodeTask(n.id, 9)).toBe(true)
+      expect(await s.knowsNodeTask(n.id, 10)).toBe(false)
+      expect(await s.knowsNodeTask(n.id + 1, 9)).toBe(false)
     })
 
     it('requeues the unfinished tasks of a node that stopped answering', async () => {

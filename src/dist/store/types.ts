@@ -143,6 +143,8 @@ export interface DistStore {
    * lease rules); null when none or already claimed.
    */
   claimForFetch(nodeId: number, nodeTaskId: number, worker: string, leaseSeconds: number): Promise<DistTaskRow | null>
+  /** Whether any task of ours (in any status) was given this node task id by this node. */
+  knowsNodeTask(nodeId: number, nodeTaskId: number): Promise<boolean>
   /** Reports stored and node cleaned: finished. */
   markFinished(taskId: number, started: string | null): Promise<void>
   /** Unfinished tasks of a node go back to pending (the node stopped answering). Returns how many. */

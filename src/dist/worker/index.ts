@@ -8,6 +8,7 @@ import { hostname } from 'node:os'
 import type { DistStore } from '../store/types'
 import { assignRound } from './assign'
 import { CleanupLedger } from './cleanup'
+import { UncertainSubmissions } from './uncertain'
 import { Loop } from './loop'
 import { NodeWorker, type WorkerLog } from './node-worker'
 
@@ -66,6 +67,7 @@ export function startWorker(store: DistStore, opts: WorkerOptions): DistWorker {
   const ctx = {
     store,
     ledger: new CleanupLedger(opts.reportsDir),
+    uncertain: new UncertainSubmissions(opts.reportsDir),
     log,
     workerId: opts.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     fetch: { reportsDir: opts.reportsDir, formats: opts.reportFormats ?? ['json'], pcap: opts.pcap ?? true },

@@ -2,13 +2,15 @@
 // closed): contact (GET /cuckoo/status), then delete leftovers, submit assigned tasks while the
 // node's queue has room, and fetch what it finished. A node that fails `maxFailures` contacts in a
 // row is unreachable: its unfinished tasks go back to pending for the other nodes.
-import { openAsBlob } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { createReadStream, openAsBlob } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { AnalysisClient, ApiClientError, type Fields } from '../../shared/api/client'
 import type { Task } from '../../shared/api/schemas'
 import type { DistStore, DistTaskRow, NodeRow } from '../store/types'
 import type { CleanupLedger } from './cleanup'
+import type { ListedTask, SubmissionKey, UncertainSubmissions } from './uncertain'
 import { mapLimit, type RunResult } from './loop'
 import { encodeMultipart, postMultipart } from './submit-http'
 import { fetchReports, writeNote, type FetchSpec, type NodeTaskNote } from './reports'
@@ -21,6 +23,7 @@ export interface WorkerLog {
 export interface NodeWorkerContext {
   store: DistStore
   ledger: CleanupLedger
+  uncertain: UncertainSubmissions
   log: WorkerLog
   workerId: string
   fetch: FetchSpec
@@ -69,6 +72,13 @@ const DATETIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/
 
 /** A sample as submitted: missing, in memory, or too large for memory (streamed from its file). */
 type Sample = { missing: true } | { missing: false; data: Buffer | null }
+
+async function sha256Of(data: Buffer | string): Promise<string> {
+  const hash = createHash('sha256')
+  if (typeof data !== 'string') return hash.update(data).digest('hex')
+  for await (const chunk of createReadStream(data)) hash.update(chunk as Buffer)
+  return hash.digest('hex')
+}
 
 async function readSample(file: string): Promise<Sample> {
   let size: number
@@ -197,6 +207,8 @@ export class NodeWorker {
 
   private async submitOne(node: NodeRow, client: AnalysisClient, t: DistTaskRow, chunk: ChunkContext): Promise<SubmitResult> {
     const { store } = this.ctx
+    /** What identifies this submission on the node, should its answer be lost. */
+    let key: () => Promise<SubmissionKey> = async () => ({ category: 'url', url: t.url ?? '' })
     try {
       let res: { task_id: number }
       if (t.category === 'url') {
@@ -209,6 +221,7 @@ export class NodeWorker {
           await this.dropTask(node, t, `sample file missing: ${path.basename(file)}`)
           return 'dropped'
         }
+        key = async () => ({ category: 'file', filename: name, sha256: await sha256Of(sample.data ?? file) })
         res = sample.data === null
           // Streamed from disk by the shared client.
           ? await client.createFile(await openAsBlob(file), name, submitFields(t))
@@ -226,6 +239,9 @@ export class NodeWorker {
         await this.dropTask(node, t, `node ${node.name} refused the task: ${err.message}`)
         return 'dropped'
       }
+      // No answer: the node may have created the task all the same. Noted before the claim is
+      // released, so the copy is recognised (and deleted, not fetched) once it finishes.
+      if (err.status === 0) await this.ctx.uncertain.add(node.id, t.id, await key()).catch(() => undefined)
       await store.releaseClaim(t.id)
       this.ctx.log.warn(`dist: submitting task ${t.id} to ${node.name} failed, will retry: ${err.message}`)
       return err.status === 0 ? 'unreachable' : 'retry'
@@ -263,6 +279,8 @@ export class NodeWorker {
   /** Fetches every task of ours that ended on the node, then deletes it there. */
   private async collect(node: NodeRow, api: AnalysisClient, transfer: AnalysisClient): Promise<void> {
     const page = this.ctx.threshold
+    // Finished node tasks none of ours claimed, looked at only while a lost submission is noted.
+    const unclaimed: ListedTask[] | null = (await this.ctx.uncertain.any(node.id)) ? [] : null
     for (const status of FINAL_STATUSES) {
       let offset = 0
       for (let p = 0; p < MAX_PAGES && !this.ctx.stopping(); p++) {
@@ -271,12 +289,28 @@ export class NodeWorker {
         for (const nt of tasks) {
           const row = await this.ctx.store.claimForFetch(node.id, nt.id, this.ctx.workerId, this.ctx.leaseSeconds)
           if (row) claimed.push([row, nt])
+          else unclaimed?.push(nt)
         }
         const done = await mapLimit(claimed, this.ctx.concurrency, ([row, nt]) => this.fetchOne(node, api, transfer, row, nt))
         if (tasks.length < page) break
         // Fetched tasks left the list (deleted on the node); the others are still in front.
         offset += page - done.filter(Boolean).length
       }
+    }
+    if (unclaimed?.length) await this.deleteLostCopies(node, api, unclaimed)
+  }
+
+  /** Deletes the copies that lost submissions left on the node (uncertain.ts), unfetched. */
+  private async deleteLostCopies(node: NodeRow, api: AnalysisClient, unclaimed: ListedTask[]): Promise<void> {
+    const known = (id: number) => this.ctx.store.knowsNodeTask(node.id, id)
+    for (const orphan of await this.ctx.uncertain.orphans(node.id, unclaimed, known, this.ctx.leaseSeconds * 1000)) {
+      try {
+        await api.deleteTask(orphan.id)
+      } catch (err) {
+        if (!(err instanceof ApiClientError) || err.status !== 404) continue
+      }
+      await this.ctx.uncertain.remove(orphan.note)
+      this.ctx.log.info(`dist: deleted task #${orphan.id} on ${node.name}: a copy whose submission answer was lost`)
     }
   }
 
