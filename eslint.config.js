@@ -50,11 +50,11 @@ export default tseslint.config(
   },
   {
     // `aviary dist` shares nothing with the analysis service but src/shared (ARCHITECTURE.md).
-    files: ['src/dist/**/*.ts'],
+    files: ['src/dispatcher/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/core/**', '**/core', ...uiFolders, ...uiOnly], message: 'src/dist imports only src/shared (and its own files), never src/core or the UI.' }] }
+        { patterns: [{ group: ['**/core/**', '**/core', ...uiFolders, ...uiOnly], message: 'src/dispatcher imports only src/shared (and its own files), never src/core or the UI.' }] }
       ]
     }
   },

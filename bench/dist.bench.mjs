@@ -34,8 +34,8 @@ async function bundle() {
   const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))
   const entry = path.join(outdir, 'dist-entry.ts')
   writeFileSync(entry, [
-    `export { openStore } from '${root}/src/dist/store/index'`,
-    `export { startWorker } from '${root}/src/dist/worker/index'`,
+    `export { openStore } from '${root}/src/dispatcher/store/index'`,
+    `export { startWorker } from '${root}/src/dispatcher/worker/index'`,
     `export { startPostgres } from '${root}/test/postgres'`
   ].join('\n'))
   const outfile = path.join(outdir, 'dist.mjs')

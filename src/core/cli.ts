@@ -26,7 +26,7 @@ const size = (v: string): number => {
 
 export async function main(argv: string[]): Promise<number> {
   // The dispatcher shares nothing with the service: loaded only when asked for.
-  if (argv[0] === 'dist' || argv[0] === 'dist-worker') return (await import('../dist/cli')).runDistCli(argv)
+  if (argv[0] === 'dist' || argv[0] === 'dist-worker') return (await import('../dispatcher/cli')).runDistCli(argv)
   let exitCode = 0
   const program = new Command('aviary')
     .description('Aviary: a malware-analysis sandbox with a Cuckoo-compatible API')

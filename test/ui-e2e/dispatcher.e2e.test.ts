@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { startHarness, type Harness } from '../service-harness'
-import { startDispatcher, type Dispatcher } from '../../src/dist/index'
+import { startDispatcher, type Dispatcher } from '../../src/dispatcher/index'
 
 const SHOTS = path.resolve('test-results/ui-e2e')
 

@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { startDispatcher, type Dispatcher } from '../../src/dist/index'
+import { startDispatcher, type Dispatcher } from '../../src/dispatcher/index'
 import { nodeTasks, playEngines, startNode, submitSamples, waitFor, type TestNode } from './nodes'
 
 /** Forwards to `target`; the answers of the first `lose` submissions are read and thrown away. */

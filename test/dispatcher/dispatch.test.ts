@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { startDispatcher, type Dispatcher } from '../../src/dist/index'
-import { startWorker, type DistWorker } from '../../src/dist/worker/index'
+import { startDispatcher, type Dispatcher } from '../../src/dispatcher/index'
+import { startWorker, type DistWorker } from '../../src/dispatcher/worker/index'
 import { nodeTasks, playEngines, sha256, startNode, waitFor, type TestNode } from './nodes'
 
 const TASKS = 50

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { startDispatcher, type Dispatcher } from '../../src/dist/index'
+import { startDispatcher, type Dispatcher } from '../../src/dispatcher/index'
 import { nodeTasks, playEngines, startNode, submitSamples, waitFor, type TestNode } from './nodes'
 
 const TOKEN = 'node-secret-4f1c9a'
