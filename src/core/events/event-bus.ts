@@ -10,7 +10,7 @@ import { EventEmitter } from 'node:events'
 import type { Db } from '../db/database'
 import type { Machine, TimelineEntry, TimelineStage } from '../../shared/api/schemas'
 import type { MachinesRepository } from '../db/machines.repository'
-import { toApiMachine } from '../machinery/machine-view'
+import { toApiMachine } from '../db/machine-view'
 import { formatDatetime } from '../../shared/time'
 
 export interface AviaryEvents {

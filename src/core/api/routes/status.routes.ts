@@ -7,7 +7,7 @@ import { ErrorBody, Machine, ServiceStatus } from '../../../shared/api/schemas'
 import { MachineNameParams } from '../../../shared/api/requests'
 import { ApiError, notFound } from '../../errors'
 import { ErrorCodes } from '../../../shared/errors'
-import { toApiMachine } from '../../machinery/machine-view'
+import { toApiMachine } from '../../db/machine-view'
 import { withV1 } from './paths'
 
 export const statusRoutes = (ctx: ApiContext, opts: { debug: boolean }): FastifyPluginAsync => async (base) => {

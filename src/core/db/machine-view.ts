@@ -1,5 +1,6 @@
+// A machines row as the API shows it (/machines/list, /machines/view, events), as task-views.ts does for tasks.
 import type { Machine } from '../../shared/api/schemas'
-import type { MachineRow } from '../db/machines.repository'
+import type { MachineRow } from './machines.repository'
 
 export function toApiMachine(m: MachineRow): Machine {
   return {
