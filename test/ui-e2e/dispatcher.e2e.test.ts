@@ -1,5 +1,5 @@
 // The UI's Connections page against a real dispatcher (`aviary dist`'s composition root) with one
-// real node: the dispatcher is added as a connection through the local service's proxy, and its
+// real node (asking for an API token): the dispatcher is added as a connection through the local service's proxy, and its
 // nodes and tasks are shown. Chromium as in ui.e2e.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
@@ -22,10 +22,10 @@ beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true })
   dir = mkdtempSync(path.join(tmpdir(), 'aviary-ui-dist-'))
   local = await startHarness()
-  node = await startHarness()
+  node = await startHarness({ apiToken: 'node-token' })
   // No worker: the task stays pending, as the page is about showing what the dispatcher holds.
   dist = await startDispatcher({ dataDir: dir, host: '127.0.0.1', port: 0, worker: false, logLevel: 'warn' })
-  const reg = await fetch(`${dist.url}/api/node`, { method: 'POST', body: new URLSearchParams({ name: 'lab-node-1', url: node.url }) })
+  const reg = await fetch(`${dist.url}/api/node`, { method: 'POST', body: new URLSearchParams({ name: 'lab-node-1', url: node.url, token: 'node-token' }) })
   expect(reg.status).toBe(200)
   const form = new FormData()
   form.append('file', new Blob(['#!/bin/sh\necho hi\n']), 'dispatched\u202Egpj.sh')
@@ -56,6 +56,10 @@ describe('a dispatcher as a connection', () => {
     await entry.getByRole('button', { name: 'Nodes and tasks' }).click()
     const nodes = page.getByRole('region', { name: 'Dispatcher nodes' })
     await nodes.getByText('lab-node-1').waitFor({ timeout: 15_000 })
+    // Its health and that the dispatcher holds its token (never the token itself).
+    const row = nodes.locator('tr[data-node="lab-node-1"]')
+    expect(await row.textContent()).toMatch(/up\s*token/)
+    expect(await page.content()).not.toContain('node-token')
     const tasks = page.getByRole('region', { name: 'Dispatcher tasks' })
     await tasks.getByText('pending').first().waitFor({ timeout: 15_000 })
     expect(await tasks.textContent()).toContain('dispatchedRLOgpj.sh')

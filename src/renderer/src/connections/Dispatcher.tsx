@@ -8,7 +8,20 @@ import { keys } from '../api/live'
 import { SafeText } from '../components/text'
 import { ErrorNote } from '../dashboard/ErrorNote'
 
-interface DistNode { name: string; url: string; machines?: { name: string; platform: string; tags: string[] }[] }
+interface DistNode {
+  name: string; url: string; machines?: { name: string; platform: string; tags: string[] }[]
+  /** Aviary's dispatcher only: */ enabled?: boolean; failures?: number; last_seen?: string | null; token?: boolean
+}
+
+/** What Aviary's dispatcher says of a node's health (Cuckoo's says nothing: a dash). */
+function nodeState(n: DistNode): { text: string; title: string } {
+  if (n.enabled === undefined && n.failures === undefined) return { text: '—', title: 'not reported by this dispatcher' }
+  const seen = n.last_seen ? `last answered ${n.last_seen}` : 'never answered'
+  if (n.enabled === false) return { text: 'disabled', title: seen }
+  // The worker's default threshold of failed contacts (src/dispatcher/worker).
+  if ((n.failures ?? 0) >= 3) return { text: 'unreachable', title: `${n.failures} failed contacts; ${seen}` }
+  return { text: 'up', title: seen }
+}
 interface DistTask {
   id?: number; task_id?: number | null; node_id?: number | null; finished?: boolean
   path?: string | null; filename?: string | null; url?: string | null; status?: string; package?: string | null; platform?: string | null; priority?: number; machine?: string | null; clock?: string | null
@@ -49,12 +62,16 @@ export function DispatcherView({ connection }: { connection: number }): JSX.Elem
         {nodes.isError && <ErrorNote prefix="Could not list the nodes" error={nodes.error} />}
         {nodes.data && (rows(nodes.data.nodes).length === 0 ? <p className="text-sm text-zinc-500">No nodes registered.</p> : (
           <table className="w-full text-sm">
-            <thead><tr className="border-b border-zinc-200 dark:border-zinc-800"><th className={th}>Name</th><th className={th}>URL</th><th className={th}>Machines</th></tr></thead>
+            <thead><tr className="border-b border-zinc-200 dark:border-zinc-800"><th className={th}>Name</th><th className={th}>URL</th><th className={th}>State</th><th className={th}>Machines</th></tr></thead>
             <tbody>
               {rows(nodes.data.nodes).map(([k, n]) => (
                 <tr key={k} data-node={n.name} className="border-b border-zinc-100 dark:border-zinc-900">
                   <td className={td}><SafeText value={n.name} /></td>
                   <td className={`${td} font-mono text-xs`}><SafeText value={n.url} /></td>
+                  <td className={td} title={nodeState(n).title}>
+                    {nodeState(n).text}
+                    {n.token && <span className="ml-1 rounded bg-zinc-100 px-1 text-xs dark:bg-zinc-800" title="the dispatcher sends this node's API token">token</span>}
+                  </td>
                   <td className={td}>{(n.machines ?? []).map((m) => (
                     <span key={m.name} className="mr-1 inline-block rounded bg-zinc-100 px-1 text-xs dark:bg-zinc-800" title={m.tags.join(', ')}>
                       <SafeText value={m.name} /> (<SafeText value={m.platform} />)
