@@ -3,32 +3,13 @@
 // dropped files, a failed pcap no network), so every accessor tolerates absent keys and wrong
 // types instead of throwing.
 import { isIP } from 'node:net'
+import { objs, valueAt, type Obj } from '../../shared/report-access'
 
-export type Obj = Record<string, unknown>
-
-export function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
-/** `report[a][b]...` as an object, or {} when any step is missing or not an object. */
-export function obj(root: unknown, ...keys: string[]): Obj {
-  let cur: unknown = root
-  for (const k of keys) cur = isObj(cur) ? cur[k] : undefined
-  return isObj(cur) ? cur : {}
-}
-
-/** `report[a][b]...` as an array of objects (non-objects dropped), or []. */
-export function objs(root: unknown, ...keys: string[]): Obj[] {
-  const last = keys[keys.length - 1]
-  const parent = obj(root, ...keys.slice(0, -1))
-  const v = last === undefined ? root : parent[last]
-  return Array.isArray(v) ? v.filter(isObj) : []
-}
+export { isObj, obj, objs, type Obj } from '../../shared/report-access'
 
 /** `report[a][b]...` as an array of strings (non-strings dropped), or []. */
 export function strs(root: unknown, ...keys: string[]): string[] {
-  const last = keys[keys.length - 1]
-  const v = last === undefined ? root : obj(root, ...keys.slice(0, -1))[last]
+  const v = valueAt(root, keys)
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []
 }
 

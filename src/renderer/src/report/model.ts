@@ -1,35 +1,15 @@
 // Defensive reads of a Cuckoo 2 report.json (Aviary's or real Cuckoo's). The report comes from a
 // hostile guest and from servers we do not control, so every key may be missing or of the wrong
-// type: each accessor returns an empty value instead of throwing. (Same idea as the core's
-// report-view.ts, which the renderer cannot import.)
+// type: each accessor returns an empty value instead of throwing. The object readers are shared
+// with the core (src/shared/report-access.ts); the string readers here keep numbers as text.
 
-export type Obj = Record<string, unknown>
+import { objs, valueAt, type Obj } from '../../../shared/report-access'
 
-export function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
-/** `root[a][b]...` as an object, or {} when any step is missing or not an object. */
-export function obj(root: unknown, ...keys: string[]): Obj {
-  let cur: unknown = root
-  for (const k of keys) cur = isObj(cur) ? cur[k] : undefined
-  return isObj(cur) ? cur : {}
-}
-
-function at(root: unknown, keys: string[]): unknown {
-  if (keys.length === 0) return root
-  return obj(root, ...keys.slice(0, -1))[keys[keys.length - 1] as string]
-}
-
-/** `root[a][b]...` as an array of objects (other items dropped), or []. */
-export function objs(root: unknown, ...keys: string[]): Obj[] {
-  const v = at(root, keys)
-  return Array.isArray(v) ? v.filter(isObj) : []
-}
+export { isObj, obj, objs, type Obj } from '../../../shared/report-access'
 
 /** `root[a][b]...` as an array of strings (numbers kept as text, other items dropped), or []. */
 export function strs(root: unknown, ...keys: string[]): string[] {
-  const v = at(root, keys)
+  const v = valueAt(root, keys)
   if (!Array.isArray(v)) return []
   const out: string[] = []
   for (const x of v) if (typeof x === 'string') out.push(x); else if (typeof x === 'number') out.push(String(x))
