@@ -1,8 +1,8 @@
 // The dashboard's numbers (GET /aviary/stats): tasks by status and per day, machines, and the
 // host's disk (of the data directory), CPU load and memory.
-import { statfs } from 'node:fs/promises'
 import os from 'node:os'
 import type { AviaryStats, DayCounts } from '../../shared/api/ui-schemas'
+import { diskSpace } from '../../shared/disk-space'
 import type { TaskStats } from '../db/task-stats'
 import type { MachinesRepository } from '../db/machines.repository'
 
@@ -30,20 +30,9 @@ export class AviaryStatsService {
       tasks: { total: counts.total, by_status: counts.byStatus },
       days: perDay,
       machines: this.machines.availability(),
-      disk: await disk(this.dataDir),
+      disk: (await diskSpace(this.dataDir)) ?? { total: 0, free: 0, used: 0 },
       cpu: { load: os.loadavg(), cores: os.availableParallelism() },
       memory: { total: os.totalmem(), free: os.freemem() }
     }
-  }
-}
-
-async function disk(dir: string): Promise<{ total: number; free: number; used: number }> {
-  try {
-    const s = await statfs(dir)
-    const total = s.blocks * s.bsize
-    const free = s.bavail * s.bsize
-    return { total, free, used: total - s.bfree * s.bsize }
-  } catch {
-    return { total: 0, free: 0, used: 0 }
   }
 }

@@ -1,7 +1,7 @@
 // /cuckoo/status and /sandbox/status: one object that is a superset of both generations.
-import { statfs } from 'node:fs/promises'
 import os from 'node:os'
 import type { ServiceStatus } from '../../shared/api/schemas'
+import { diskSpace } from '../../shared/disk-space'
 import type { TasksRepository } from '../db/tasks.repository'
 import type { MachinesRepository } from '../db/machines.repository'
 import type { StorageLayout } from '../storage/layout'
@@ -23,7 +23,7 @@ export class StatusService {
 
   async status(): Promise<ServiceStatus> {
     const [analyses, binaries, temporary] = await Promise.all(
-      [this.layout.analysesRoot, this.layout.binaries, this.layout.tmp].map(disk)
+      [this.layout.analysesRoot, this.layout.binaries, this.layout.tmp].map(async (dir) => (await diskSpace(dir)) ?? NO_DISK)
     )
     const total = os.totalmem()
     const free = os.freemem() // libuv reads MemAvailable on Linux
@@ -45,13 +45,5 @@ export class StatusService {
   }
 }
 
-async function disk(dir: string): Promise<{ free: number; total: number; used: number }> {
-  try {
-    const s = await statfs(dir)
-    const total = s.blocks * s.bsize
-    const free = s.bavail * s.bsize
-    return { free, total, used: total - free }
-  } catch {
-    return { free: 0, total: 0, used: 0 }
-  }
-}
+/** What a folder that cannot be read reports. */
+const NO_DISK = { free: 0, total: 0, used: 0 }

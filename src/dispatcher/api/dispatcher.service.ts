@@ -1,9 +1,10 @@
 // What the dispatcher's routes do, independent of the generation that asked: nodes are checked
 // over HTTP before they are stored, tasks are stored with their sample, and deleting a task
 // removes its files. Routes only validate input and shape the answer.
-import { rm, statfs } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import path from 'node:path'
 import { AnalysisClient, ApiClientError } from '../../shared/api/client'
+import { diskSpace } from '../../shared/disk-space'
 import type { Machine } from '../../shared/api/schemas'
 import { DuplicateNodeError, type DistStore, type DistTaskRow, type MachineInfo, type NewDistTask, type NodePatch, type NodeRow } from '../store/types'
 import { DistError, badRequest, notFound } from './errors'
@@ -134,17 +135,7 @@ export class DispatcherService {
   }
 
   async diskspace(): Promise<Record<'reports' | 'samples', { free: number; total: number; used: number } | null>> {
-    const usage = async (dir: string) => {
-      try {
-        const s = await statfs(dir)
-        const total = s.blocks * s.bsize
-        const free = s.bavail * s.bsize
-        return { free, total, used: total - s.bfree * s.bsize }
-      } catch {
-        return null
-      }
-    }
-    return { reports: await usage(this.opts.reportsDir), samples: await usage(this.opts.samplesDir) }
+    return { reports: await diskSpace(this.opts.reportsDir), samples: await diskSpace(this.opts.samplesDir) }
   }
 }
 
