@@ -67,6 +67,12 @@ describe('POST /aviary/session', () => {
     const typed = await signIn(h, JSON.stringify({ token: ['a'] }))
     expect(typed.status).toBe(400)
     expect(((await typed.json()) as { message: string }).message).toContain('token')
+    // An overlong token is refused without being repeated back (a secret: writeOnly).
+    const long = await signIn(h, JSON.stringify({ token: `guess-${'x'.repeat(5000)}` }))
+    expect(long.status).toBe(400)
+    const longMessage = ((await long.json()) as { message: string }).message
+    expect(longMessage).toMatch(/^token: /)
+    expect(longMessage).not.toContain('guess-')
   })
 
   it('answers 204 without a cookie when the service needs no token', async () => {

@@ -97,7 +97,7 @@ const SessionState = Type.Object({
   signed_in: Type.Boolean({ description: 'whether this request carries a valid session cookie' })
 })
 const SignInBody = Type.Object({
-  token: Type.Optional(Type.String({ maxLength: 4096, description: 'the API token the service was started with', examples: ['s3cret'] }))
+  token: Type.Optional(Type.String({ writeOnly: true, maxLength: 4096, description: 'the API token the service was started with', examples: ['s3cret'] }))
 })
 const NoContent = Type.Null({ description: 'done; no body' })
 const tags = ['session']

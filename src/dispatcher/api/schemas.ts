@@ -15,7 +15,7 @@ const NodeUrl = allowed(Type.String({ minLength: 1, maxLength: 2048, description
   'an http or https URL such as http://10.0.0.2:8090')
 const NodeIp = allowed(Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9.:\\-\\[\\]]+$', description: 'node address; the URL becomes http://<ip>:8090/' }),
   'an IP address or host name')
-const NodeToken = allowed(Type.String({ minLength: 1, maxLength: 4096, pattern: '^[\\x21-\\x7e]+$', description: "the node API's Bearer token (cuckoo.conf api_token, or `aviary serve --api-token`); kept by the dispatcher, never shown" }),
+const NodeToken = allowed(Type.String({ writeOnly: true, minLength: 1, maxLength: 4096, pattern: '^[\\x21-\\x7e]+$', description: "the node API's Bearer token (cuckoo.conf api_token, or `aviary serve --api-token`); kept by the dispatcher, never shown" }),
   'the token as printable ASCII without spaces')
 const Mode = allowed(Type.String({ maxLength: 32, pattern: '^[a-z]+$', description: 'node mode, normally "normal"' }), 'a mode such as normal')
 

@@ -39,7 +39,8 @@ export function validationMessage(errors: AjvError[], context: string | undefine
     : e.parentSchema
   const allowed = typeof schema?.['x-allowed'] === 'string' ? schema['x-allowed'] : e.message ?? 'not valid'
   if (e.keyword === 'required') return `${field}: required; ${allowed}`
-  const got = sent?.[field]
+  // A secret (`writeOnly` in the schema, as OpenAPI marks passwords and tokens) is not repeated.
+  const got = schema?.writeOnly === true ? undefined : sent?.[field]
   const shown = typeof got === 'string' || typeof got === 'number' ? ` (got '${printable(String(got))}')` : ''
   return `${field}: ${allowed}${shown}`
 }

@@ -19,7 +19,7 @@ const Connection = Type.Object({
   created_on: Type.String()
 })
 const Field = (description: string) => Type.Optional(Type.String({ description }))
-const TokenField = Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'API token sent as Bearer; empty or null removes it' }))
+const TokenField = Type.Optional(Type.Union([Type.String({ writeOnly: true }), Type.Null()], { writeOnly: true, description: 'API token sent as Bearer; empty or null removes it' }))
 const CreateBody = Type.Object({
   name: Field('a name for the connection (required)'),
   url: Field('http(s) address of the remote API (required), e.g. http://10.0.0.5:8090'),
