@@ -36,7 +36,8 @@ describe('a real analysis through the dispatcher', () => {
     taskId = ((await res.json()) as { task_id: number }).task_id
     worker = startWorker(dist.store, {
       reportsDir: dist.config.reportsDir, samplesDir: dist.config.samplesDir, reportFormats: ['json', 'html'],
-      assignIntervalMs: 200, nodeIntervalMs: 500
+      // A stuck request holds the worker's stop for its timeout (the default is 60 s, the hook's limit).
+      assignIntervalMs: 200, nodeIntervalMs: 500, requestTimeoutMs: 10_000
     })
     await waitFor('the task finished', async () => (await dist.store.getTask(taskId))!.status === 'finished', 150_000)
   }, 240_000)
@@ -47,7 +48,7 @@ describe('a real analysis through the dispatcher', () => {
     await node?.stop()
     await guest?.close()
     if (dir) rmSync(dir, { recursive: true, force: true })
-  })
+  }, 120_000)
 
   it('fetched the real report, html and pcap of the run', async () => {
     const folder = path.join(dist.config.reportsDir, String(taskId))
