@@ -59,11 +59,22 @@ export default tseslint.config(
     }
   },
   {
+    // The agent protocol, shared by the guest's agent and analyzer and the host: it runs on both
+    // sides, so it imports nothing but Node's built-ins.
+    files: ['src/guest-protocol/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/core/**', '**/shared/**', '**/agent/**', '**/dispatcher/**', '**/main/**', '**/renderer/**', 'electron'], message: 'The guest protocol is imported by both the guest and the host: it imports neither.' }] }
+      ]
+    }
+  },
+  {
     files: ['src/agent/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/core/**', '**/shared/**', '**/main/**', '**/renderer/**', 'electron'], message: 'The agent and analyzer run inside the guest: they import nothing of Aviary\'s host side.' }] }
+        { patterns: [{ group: ['**/core/**', '**/shared/**', '**/main/**', '**/renderer/**', 'electron'], message: 'The agent and analyzer run inside the guest: they import nothing of Aviary\'s host side (src/guest-protocol is shared).' }] }
       ]
     }
   },

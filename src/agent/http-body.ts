@@ -11,6 +11,7 @@ import type { IncomingMessage } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
+import { MAX_FORM_FIELD } from '../guest-protocol/agent-api.js'
 import { HttpError } from './http-error.js'
 
 export { HttpError }
@@ -28,8 +29,6 @@ export interface FormBody {
   /** Removes the temporary files that the handler did not move away. */
   dispose(): Promise<void>
 }
-
-const MAX_FIELD_BYTES = 1024 * 1024
 
 function emptyBody(): FormBody {
   return { fields: new Map(), files: new Map(), dispose: async () => {} }
@@ -50,7 +49,7 @@ export async function readForm(req: IncomingMessage): Promise<FormBody> {
   const writes: Promise<void>[] = []
   const parser = Busboy({
     headers: { ...req.headers, 'content-type': type },
-    limits: { fieldSize: MAX_FIELD_BYTES, fields: 100, files: 10 }
+    limits: { fieldSize: MAX_FORM_FIELD, fields: 100, files: 10 }
   })
   parser.on('field', (name, value) => {
     if (value !== '') fields.set(name, value)

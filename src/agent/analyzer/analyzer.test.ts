@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { ZipFile } from 'yazl'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { runAgent, type RunningAgent } from '../agent.js'
-import type { BehaviorRecord, ConnectionRecord, FileRecord, ProcessRecord } from './behavior-format.js'
+import type { BehaviorRecord, ConnectionRecord, FileRecord, ProcessRecord } from '../../guest-protocol/behavior.js'
 
 interface Upload {
   path: string

@@ -6,7 +6,7 @@
 import { lstatSync, readdirSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { join, resolve, sep } from 'node:path'
-import type { FileOp } from './behavior-format.js'
+import type { FileOp } from '../../guest-protocol/behavior.js'
 
 export interface FileState {
   size: number

@@ -1,5 +1,5 @@
 // What main.ts needs from a platform's process monitor (proc-monitor.ts, windows-monitor.ts).
-import type { ConnectionRecord, ProcessRecord } from './behavior-format.js'
+import type { ConnectionRecord, ProcessRecord } from '../../guest-protocol/behavior.js'
 
 export interface Monitor {
   start(): void

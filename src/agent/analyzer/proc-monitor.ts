@@ -4,7 +4,7 @@
 // /proc/<pid>/net/{tcp,tcp6,udp,udp6}. Polling can miss processes that live less than one period;
 // strace (strace-log.ts) fills that gap where it is available.
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs'
-import type { ConnectionRecord, ProcessRecord } from './behavior-format.js'
+import type { ConnectionRecord, ProcessRecord } from '../../guest-protocol/behavior.js'
 import type { Monitor } from './monitor.js'
 
 interface Tracked {

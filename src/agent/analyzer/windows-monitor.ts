@@ -5,7 +5,7 @@
 // repository's test setup, so this file is kept deliberately small.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
-import type { ConnectionRecord, ProcessRecord } from './behavior-format.js'
+import type { ConnectionRecord, ProcessRecord } from '../../guest-protocol/behavior.js'
 import type { Monitor } from './monitor.js'
 
 const SCRIPT = [

@@ -1,5 +1,7 @@
 // The analyzer's behaviour log, logs/behavior.jsonl: what the in-guest analyzer saw of the
-// sample, uploaded to the result server once at the end. The host's behaviour processing reads it.
+// sample, uploaded to the result server once at the end. Aviary's analyzer writes it and the
+// host's behaviour processing (src/core/processing/behavior/aviary-log.ts) reads it, checking
+// every field, since the guest wrote it.
 //
 // Format: UTF-8 JSON Lines, one object per line, each with a `type`:
 //   {"type":"analyzer", ...}    exactly one, first: the run itself (package, platform, times, why it stopped)
@@ -27,6 +29,8 @@ export interface AnalyzerRecord {
   ended: number
   /** Why monitoring ended: the tree exited, the timeout passed, or the package failed to start. */
   reason: 'tree-ended' | 'timeout' | 'start-failed'
+  /** Why the sample did not start, in the OS's words (reason 'start-failed'); absent otherwise. */
+  error?: string
   /** Monitors that ran: "proc" (/proc polling), "strace", "files", "wmi" (Windows polling). */
   monitors: string[]
 }
