@@ -175,7 +175,9 @@ describe('agent protocol', () => {
     const js = join(dir, 'hello.cjs')
     writeFileSync(js, 'console.log(JSON.stringify({ argv: process.argv.slice(2), cwd: process.cwd(), exec: process.execPath, dir: __dirname }))\n')
     expect((await post('/execnode', {})).status).toBe(400)
-    const r = await post('/execnode', { filepath: 'hello.cjs', cwd: dir, args: 'one "two three"' })
+    // Only absolute paths (Cuckoo's agent resolved a relative one against its own folder).
+    expect((await post('/execnode', { filepath: 'hello.cjs', cwd: dir })).body.message).toMatch(/^filepath: "hello\.cjs" is not an absolute path on this guest \(Linux\)$/)
+    const r = await post('/execnode', { filepath: js, cwd: dir, args: 'one "two three"' })
     expect(r.status).toBe(200)
     expect(JSON.parse(String(r.body.stdout))).toEqual({ argv: ['one', 'two three'], cwd: dir, exec: process.execPath, dir })
   })

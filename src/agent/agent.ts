@@ -2,17 +2,21 @@
 // "0.10"), so an unchanged Cuckoo or CAPE host can drive it and our host can drive either. It
 // runs inside the guest and imports nothing from the host side. Differences from agent.py, all
 // harmless to its clients: requests are served concurrently, JSON answers carry Content-Type and
-// Content-Length, and error bodies hold no traceback.
+// Content-Length, error bodies hold no traceback, paths must be absolute (paths.ts), and POST
+// /reset ends every analysis started before (analyses.ts). Routes, features and limits are the
+// protocol's (src/guest-protocol/agent-api.ts), shared with the host.
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { platform } from 'node:os'
+import { AGENT_FEATURES, AGENT_VERSION, AVIARY_AGENT_MESSAGE, ROUTES } from '../guest-protocol/agent-api.js'
+import { Analyses, type StatusState } from './analyses.js'
 import * as h from './handlers.js'
 import { HttpError, readForm, type FormBody } from './http-body.js'
+import { absolutePath } from './paths.js'
 
-export const AGENT_VERSION = '0.10'
-export const AGENT_FEATURES = ['execpy', 'execnode', 'pinning', 'logs', 'largefile', 'unicodepath']
+export { AGENT_FEATURES, AGENT_VERSION }
 
 export interface AgentOptions {
   host: string
@@ -44,47 +48,51 @@ export async function runAgent(o: AgentOptions): Promise<RunningAgent> {
     if (logLines.length > 10_000) logLines.shift()
     o.log?.(m)
   }
-  const state: { status: string | null; description: string | null; pinned: string | null } = {
-    status: null,
-    description: null,
-    pinned: null
-  }
+  const state: StatusState & { pinned: string | null } = { status: null, description: null, posts: 0, pinned: null }
+  const analyses = new Analyses(state, log)
+  const exec = h.execHandlers(analyses)
   let closing: (() => void) | null = null
 
   const get: Record<string, Handler> = {
-    '/': async () => ({ message: 'Aviary Agent', version: AGENT_VERSION, features: AGENT_FEATURES }),
-    '/status': async () => ({ message: 'Analysis status', status: state.status, description: state.description }),
-    '/logs': async () => ({ message: 'Agent logs', stdout: logLines.join('\n'), stderr: '' }),
-    '/system': async () => ({ message: 'System', system: systemName() }),
-    '/environ': async () => ({ message: 'Environment variables', environ: { ...process.env } }),
-    '/path': async () => ({ message: 'Agent path', filepath: process.execPath }),
-    '/mktemp': h.mktempHandler,
-    '/mkdtemp': h.mkdtempHandler,
-    '/pinning': async (_form, req) => {
+    [ROUTES.root]: async () => ({ message: AVIARY_AGENT_MESSAGE, version: AGENT_VERSION, features: [...AGENT_FEATURES] }),
+    [ROUTES.status]: async () => ({ message: 'Analysis status', status: state.status, description: state.description }),
+    [ROUTES.logs]: async () => ({ message: 'Agent logs', stdout: logLines.join('\n'), stderr: '' }),
+    [ROUTES.system]: async () => ({ message: 'System', system: systemName() }),
+    [ROUTES.environ]: async () => ({ message: 'Environment variables', environ: { ...process.env } }),
+    [ROUTES.path]: async () => ({ message: 'Agent path', filepath: process.execPath }),
+    [ROUTES.mktemp]: h.mktempHandler,
+    [ROUTES.mkdtemp]: h.mkdtempHandler,
+    [ROUTES.pinning]: async (_form, req) => {
       if (state.pinned !== null) throw new HttpError(500, 'Agent has already been pinned to an IP!')
       state.pinned = clientIp(req)
       return { message: 'Successfully pinned Agent', client_ip: state.pinned }
     },
-    '/kill': async () => {
+    [ROUTES.kill]: async () => {
       closing?.()
       return { message: 'Quit the Aviary Agent' }
     }
   }
   const post: Record<string, Handler> = {
     ...get,
-    '/status': async (form) => {
+    [ROUTES.status]: async (form) => {
       state.status = h.required(form, 'status', 'status')
       state.description = form.fields.get('description') ?? null
+      state.posts++
       log(`status: ${state.status}`)
       return { message: 'Analysis status updated' }
     },
-    '/mkdir': h.mkdirHandler,
-    '/store': h.storeHandler,
-    '/extract': h.extractHandler,
-    '/remove': h.removeHandler,
-    '/execute': h.executeHandler,
-    '/execpy': h.execpyHandler,
-    '/execnode': h.execnodeHandler
+    [ROUTES.mkdir]: h.mkdirHandler,
+    [ROUTES.store]: h.storeHandler,
+    [ROUTES.extract]: h.extractHandler,
+    [ROUTES.remove]: h.removeHandler,
+    [ROUTES.execute]: exec.execute,
+    [ROUTES.execpy]: exec.execpy,
+    [ROUTES.execnode]: exec.execnode,
+    [ROUTES.reset]: async () => {
+      const ended = analyses.reset()
+      log(`reset: ${ended} process(es) of earlier analyses ended`)
+      return { message: 'Earlier analyses ended', ended }
+    }
   }
 
   const send = (res: ServerResponse, status: number, body: h.Json): void => {
@@ -94,7 +102,7 @@ export async function runAgent(o: AgentOptions): Promise<RunningAgent> {
   }
 
   const retrieve = async (form: FormBody, res: ServerResponse): Promise<void> => {
-    const filepath = h.required(form, 'filepath')
+    const filepath = absolutePath('filepath', h.required(form, 'filepath'))
     const info = await stat(filepath).catch(() => null)
     if (info === null || !info.isFile()) {
       res.writeHead(404, { 'Content-Length': 0 })
@@ -116,7 +124,7 @@ export async function runAgent(o: AgentOptions): Promise<RunningAgent> {
       return
     }
     const table = req.method === 'GET' ? get : req.method === 'POST' ? post : null
-    const isRetrieve = req.method === 'POST' && url === '/retrieve'
+    const isRetrieve = req.method === 'POST' && url === ROUTES.retrieve
     const handler = table?.[url]
     if (handler === undefined && !isRetrieve) {
       req.resume()

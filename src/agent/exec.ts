@@ -3,7 +3,7 @@
 // the string is split into arguments here. The splitter is written by hand because it is a dozen
 // lines (double and single quotes, backslash-free so Windows paths survive) and a dependency for
 // it would have to be bundled into the single-executable agent.
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
 
@@ -64,6 +64,8 @@ export interface StartOptions {
   shell?: boolean
   async: boolean
   env?: NodeJS.ProcessEnv
+  /** Async only: called with the child once it has started. */
+  onStarted?: (child: ChildProcess) => void
 }
 
 /**
@@ -84,6 +86,7 @@ export function startProcess(o: StartOptions): Promise<ExecResult> {
     if (o.async) {
       child.once('spawn', () => {
         child.unref()
+        o.onStarted?.(child)
         resolvePromise({ stdout: null, stderr: null })
       })
       return

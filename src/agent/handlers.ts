@@ -1,12 +1,17 @@
 // The endpoint handlers of the agent, one function per route of Cuckoo 2.0.7's agent.py (version
 // "0.10"), plus Aviary's /execnode. Each takes the parsed form and returns a JSON answer or throws
-// HttpError; agent.ts does routing, pinning and the wire.
+// HttpError; agent.ts does routing, pinning and the wire. Every path the host names must be
+// absolute on this guest (paths.ts).
 import { randomBytes } from 'node:crypto'
 import { chmod, copyFile, mkdir, open, rename, rm, stat, unlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { isAbsolute, join, resolve } from 'node:path'
+import { join } from 'node:path'
+import { RUN_FIELD } from '../guest-protocol/agent-api.js'
+import { isRunId } from '../guest-protocol/run-identity.js'
+import type { Analyses } from './analyses.js'
 import { nodeInvocation, splitCommand, startProcess, which } from './exec.js'
 import { HttpError, type FormBody } from './http-body.js'
+import { absolutePath } from './paths.js'
 import { extractZip } from './zip-extract.js'
 
 export type Json = { message: string } & Record<string, unknown>
@@ -15,6 +20,17 @@ export function required(form: FormBody, name: string, what = name): string {
   const v = form.fields.get(name)
   if (v === undefined) throw new HttpError(400, `No ${what} has been provided`)
   return v
+}
+
+/** A required path field, absolute on this guest. */
+function requiredPath(form: FormBody, name: string, what = name): string {
+  return absolutePath(name, required(form, name, what))
+}
+
+/** An optional path field, absolute on this guest when present. */
+function optionalPath(form: FormBody, name: string): string | undefined {
+  const v = form.fields.get(name)
+  return v === undefined ? undefined : absolutePath(name, v)
 }
 
 async function moveInto(src: string, dest: string): Promise<void> {
@@ -28,7 +44,7 @@ async function moveInto(src: string, dest: string): Promise<void> {
 }
 
 export async function mkdirHandler(form: FormBody): Promise<Json> {
-  const dirpath = required(form, 'dirpath', 'dirpath')
+  const dirpath = requiredPath(form, 'dirpath', 'dirpath')
   const mode = Number.parseInt(form.fields.get('mode') ?? '511', 10)
   try {
     await mkdir(dirpath, { recursive: false, mode: Number.isFinite(mode) ? mode : 0o777 })
@@ -43,7 +59,7 @@ export async function mkdirHandler(form: FormBody): Promise<Json> {
 async function makeTemp(form: FormBody, kind: 'file' | 'dir'): Promise<string> {
   const suffix = form.fields.get('suffix') ?? ''
   const prefix = form.fields.get('prefix') ?? 'tmp'
-  const dir = form.fields.get('dirpath') ?? tmpdir()
+  const dir = optionalPath(form, 'dirpath') ?? tmpdir()
   for (let i = 0; i < 100; i++) {
     const path = join(dir, `${prefix}${randomBytes(6).toString('base64url').replace(/[-_]/g, 'x')}${suffix}`)
     try {
@@ -68,7 +84,7 @@ export async function mkdtempHandler(form: FormBody): Promise<Json> {
 export async function storeHandler(form: FormBody): Promise<Json> {
   const file = form.files.get('file')
   if (file === undefined) throw new HttpError(400, 'No file has been provided')
-  const filepath = required(form, 'filepath')
+  const filepath = requiredPath(form, 'filepath')
   try {
     await moveInto(file.tempPath, filepath)
   } catch {
@@ -80,13 +96,13 @@ export async function storeHandler(form: FormBody): Promise<Json> {
 export async function extractHandler(form: FormBody): Promise<Json> {
   const zip = form.files.get('zipfile')
   if (zip === undefined) throw new HttpError(400, 'No zip file has been provided')
-  const dirpath = required(form, 'dirpath')
+  const dirpath = requiredPath(form, 'dirpath')
   await extractZip(zip.tempPath, dirpath)
   return { message: 'Successfully extracted zip file' }
 }
 
 export async function removeHandler(form: FormBody): Promise<Json> {
-  const path = required(form, 'path')
+  const path = requiredPath(form, 'path')
   const info = await stat(path).catch(() => null)
   if (info === null) throw new HttpError(404, 'Path provided does not exist')
   try {
@@ -102,40 +118,52 @@ export async function removeHandler(form: FormBody): Promise<Json> {
   }
 }
 
-function cwdOf(form: FormBody): string | undefined {
-  const cwd = form.fields.get('cwd')
-  return cwd === undefined ? undefined : resolve(cwd)
-}
-
 function execFailed(err: unknown): never {
   throw new HttpError(500, `Error executing command: ${(err as Error).message}`)
 }
 
-export async function executeHandler(form: FormBody): Promise<Json> {
-  const command = required(form, 'command', 'command')
-  const shell = form.fields.has('shell')
-  const argv = shell ? [command] : splitCommand(command)
-  const [file, ...args] = argv
-  if (file === undefined) throw new HttpError(400, 'No command has been provided')
-  const res = await startProcess({ file, args, cwd: cwdOf(form), shell, async: form.fields.has('async') }).catch(execFailed)
-  return { message: 'Successfully executed command', ...res }
+/** The run an analyzer belongs to (`run` field), or null; a malformed one is refused. */
+function runOf(form: FormBody): string | null {
+  const run = form.fields.get(RUN_FIELD)
+  if (run === undefined) return null
+  if (!isRunId(run)) throw new HttpError(400, `${RUN_FIELD}: not a run id (32 lower-case hex digits)`)
+  return run
 }
 
-export async function execpyHandler(form: FormBody): Promise<Json> {
-  const filepath = required(form, 'filepath', 'Python file')
-  const python = which(process.platform === 'win32' ? ['python', 'pythonw', 'py'] : ['python3', 'python'])
-  if (python === null) throw new HttpError(500, 'No Python interpreter on this guest')
-  const res = await startProcess({ file: python, args: [filepath], cwd: cwdOf(form), async: form.fields.has('async') }).catch(execFailed)
-  return { message: 'Successfully executed command', ...res }
-}
-
-/** Aviary: runs a JavaScript file with the agent's own Node runtime (see exec.ts nodeInvocation). */
-export async function execnodeHandler(form: FormBody): Promise<Json> {
-  const filepath = required(form, 'filepath', 'JavaScript file')
-  const cwd = cwdOf(form)
-  const script = isAbsolute(filepath) || cwd === undefined ? resolve(filepath) : resolve(cwd, filepath)
-  const args = splitCommand(form.fields.get('args') ?? '')
-  const run = nodeInvocation(script, args)
-  const res = await startProcess({ ...run, cwd, async: form.fields.has('async') }).catch(execFailed)
-  return { message: 'Successfully executed command', ...res }
+/** The process-starting routes, bound to the agent's record of analyses (analyses.ts). */
+export function execHandlers(analyses: Analyses): Record<'execute' | 'execpy' | 'execnode', (form: FormBody) => Promise<Json>> {
+  /** Async starts of /execpy and /execnode are analyzers: followed, so a silent death is reported. */
+  const start = async (file: string, args: string[], form: FormBody, env: NodeJS.ProcessEnv = process.env): Promise<Json> => {
+    const run = runOf(form)
+    const isAsync = form.fields.has('async')
+    const res = await startProcess({
+      file, args, cwd: optionalPath(form, 'cwd'), async: isAsync, env: analyses.env(env),
+      onStarted: isAsync ? (child) => analyses.track(child, run) : undefined
+    }).catch(execFailed)
+    return { message: 'Successfully executed command', ...res }
+  }
+  return {
+    async execute(form) {
+      const command = required(form, 'command', 'command')
+      const shell = form.fields.has('shell')
+      const argv = shell ? [command] : splitCommand(command)
+      const [file, ...args] = argv
+      if (file === undefined) throw new HttpError(400, 'No command has been provided')
+      const res = await startProcess({ file, args, cwd: optionalPath(form, 'cwd'), shell, async: form.fields.has('async'), env: analyses.env(process.env) })
+        .catch(execFailed)
+      return { message: 'Successfully executed command', ...res }
+    },
+    async execpy(form) {
+      const filepath = requiredPath(form, 'filepath', 'Python file')
+      const python = which(process.platform === 'win32' ? ['python', 'pythonw', 'py'] : ['python3', 'python'])
+      if (python === null) throw new HttpError(500, 'No Python interpreter on this guest')
+      return start(python, [filepath], form)
+    },
+    /** Aviary: runs a JavaScript file with the agent's own Node runtime (see exec.ts nodeInvocation). */
+    async execnode(form) {
+      const script = requiredPath(form, 'filepath', 'JavaScript file')
+      const run = nodeInvocation(script, splitCommand(form.fields.get('args') ?? ''))
+      return start(run.file, run.args, form, run.env)
+    }
+  }
 }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
 import { which } from '../exec.js'
 import { extractZip } from '../zip-extract.js'
-import { BEHAVIOR_FORMAT_VERSION, toJsonLines, type AnalyzerRecord, type ConnectionRecord, type FileRecord, type ProcessRecord } from './behavior-format.js'
+import { BEHAVIOR_FORMAT_VERSION, toJsonLines, type AnalyzerRecord, type ConnectionRecord, type FileRecord, type ProcessRecord } from '../../guest-protocol/behavior.js'
 import type { AnalysisConfig } from './config.js'
 import { uploadDropped } from './dropped.js'
 import { diffSnapshots, snapshot, watchedFolders, type Snapshot } from './file-monitor.js'
@@ -174,6 +174,7 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     child.once('spawn', () => ok(true))
     child.once('error', (err) => {
       log.error(`could not start ${launch.file}: ${err.message}`)
+      record.error = err.message
       ok(false)
     })
   })
@@ -212,12 +213,19 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   if (strace !== null && existsSync(traceFile)) {
     traced = parseStrace(readFileSync(traceFile, 'utf8'))
     const first = traced.processes[0]
-    if (first !== undefined) first.ppid = process.pid
+    if (first !== undefined && traced.startError === null) first.ppid = process.pid
+    if (traced.startError !== null) {
+      // strace itself started, but its execve of the sample failed: the sample never ran.
+      log.error(`the sample did not start: ${traced.startError}`)
+      record.reason = 'start-failed'
+      record.error = traced.startError
+    }
   }
-  record.pid = traced?.processes[0]?.pid ?? (spawned ? root : null)
+  record.pid = record.reason === 'start-failed' ? null : (traced?.processes[0]?.pid ?? (spawned ? root : null))
   const after = snapshot(folders, limits)
   const files = fileRecords(before, after, traced, started, exclude)
-  const processes = mergeProcesses(monitor.processes(), traced?.processes ?? [])
+  // A sample that did not start has no process: what polling saw was strace's child before it failed.
+  const processes = record.reason === 'start-failed' ? [] : mergeProcesses(monitor.processes(), traced?.processes ?? [])
   const polled = monitor.connectionRecords()
   const connections: ConnectionRecord[] = [
     ...polled,
@@ -236,6 +244,6 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   } catch {
     // read-only analyzer folder: the upload below is what counts
   }
-  await uploadFile(conf.ip, conf.port, 'logs/behavior.jsonl', local, [], Buffer.from(jsonl))
+  await uploadFile(conf, 'logs/behavior.jsonl', local, [], Buffer.from(jsonl))
   return record
 }

@@ -2,6 +2,7 @@
 // `key = value` lines, written by Python's str(): booleans are "True"/"False"). Values stay strings
 // here; the getters convert the way Cuckoo's analyzer does. `options` is "k=v,k=v".
 import { readFileSync } from 'node:fs'
+import { isRunId, RUN_CONF_KEY } from '../../guest-protocol/run-identity.js'
 
 export interface AnalysisConfig {
   id: string
@@ -17,6 +18,8 @@ export interface AnalysisConfig {
   clock: string
   ip: string
   port: number
+  /** This run's id (analysis.conf `aviary_run`); null from a host that sends none. */
+  run: string | null
   raw: Map<string, string>
 }
 
@@ -63,6 +66,7 @@ export function parseConfig(text: string): AnalysisConfig {
     clock: s('clock'),
     ip: s('ip'),
     port: Number.parseInt(s('port'), 10) || 2042,
+    run: isRunId(s(RUN_CONF_KEY)) ? s(RUN_CONF_KEY) : null,
     raw
   }
 }

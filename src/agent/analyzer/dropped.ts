@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto'
 import { createReadStream, statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { pipeline } from 'node:stream/promises'
-import type { FileRecord } from './behavior-format.js'
-import { uploadFile, type NetlogLog } from './netlog.js'
+import type { FileRecord } from '../../guest-protocol/behavior.js'
+import { uploadFile, type NetlogLog, type NetlogServer } from './netlog.js'
 
 export interface DropLimits {
   maxFiles: number
@@ -22,7 +22,7 @@ async function sha256Of(path: string): Promise<string> {
 /** Hashes and uploads created/modified files; fills in `sha256` and `size` of the records. */
 export async function uploadDropped(
   records: FileRecord[],
-  server: { ip: string; port: number },
+  server: NetlogServer,
   limits: DropLimits,
   log: NetlogLog
 ): Promise<number> {
@@ -58,7 +58,7 @@ export async function uploadDropped(
     }
     const name = basename(r.path).replace(/[\0:]/g, 'X') || 'file'
     try {
-      await uploadFile(server.ip, server.port, `files/${r.sha256.slice(0, 16)}_${name}`, r.path, [...(pidsByPath.get(r.path) ?? [])], createReadStream(r.path))
+      await uploadFile(server, `files/${r.sha256.slice(0, 16)}_${name}`, r.path, [...(pidsByPath.get(r.path) ?? [])], createReadStream(r.path))
       uploaded++
     } catch (err) {
       log.warning(`upload of ${r.path} failed: ${(err as Error).message}`)

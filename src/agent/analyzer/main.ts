@@ -2,14 +2,19 @@
 // The host starts it through the agent with the analyzer folder as working directory, via
 // Aviary's /execnode, or via `node analyzer.cjs` on /execute under a third-party agent, so it uses
 // Node built-ins only and finds analysis.conf next to itself. Like Cuckoo's analyzer it reports
-// the end to the agent with POST /status (complete, or exception with a description).
+// the end to the agent with POST /status: complete; failed when the sample did not start (the
+// OS's reason as the description); exception with the error when the analyzer itself failed.
+// Descriptions carry this run's tag (src/guest-protocol/run-identity.ts).
 import { request } from 'node:http'
 import { join } from 'node:path'
+import { AGENT_PORT, ROUTES, type FinalStatus } from '../../guest-protocol/agent-api.js'
+import { tagDescription } from '../../guest-protocol/run-identity.js'
 import { runAnalysis } from './analysis.js'
 import { readConfig, type AnalysisConfig } from './config.js'
 import { NetlogLog } from './netlog.js'
 
-function postStatus(port: number, status: string, description: string): Promise<void> {
+function postStatus(port: number, run: string | null, status: FinalStatus, text: string): Promise<void> {
+  const description = run === null ? text : tagDescription(run, text)
   const body = new URLSearchParams({ status, description }).toString()
   return new Promise((done) => {
     const req = request(
@@ -17,7 +22,7 @@ function postStatus(port: number, status: string, description: string): Promise<
         host: '127.0.0.1',
         port,
         method: 'POST',
-        path: '/status',
+        path: ROUTES.status,
         headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) }
       },
       (res) => {
@@ -38,24 +43,25 @@ async function main(): Promise<void> {
   try {
     conf = readConfig(join(dir, 'analysis.conf'))
   } catch (err) {
-    await postStatus(8000, 'exception', `cannot read analysis.conf: ${(err as Error).message}`)
+    await postStatus(AGENT_PORT, null, 'exception', `cannot read analysis.conf: ${(err as Error).message}`)
     process.exitCode = 1
     return
   }
-  const agentPort = Number.parseInt(conf.options.get('agent_port') ?? '8000', 10) || 8000
-  const log = new NetlogLog(conf.ip, conf.port, echo)
+  const agentPort = Number.parseInt(conf.options.get('agent_port') ?? String(AGENT_PORT), 10) || AGENT_PORT
+  const log = new NetlogLog(conf, echo)
   await log.start()
   log.info(`Aviary analyzer starting: task ${conf.id}, category ${conf.category}, timeout ${conf.timeout}s`)
   try {
     const record = await runAnalysis(conf, log, dir)
     log.info(`analysis finished (${record.reason})`)
     await log.close()
-    await postStatus(agentPort, 'complete', record.reason === 'start-failed' ? 'False' : 'True')
+    if (record.reason === 'start-failed') await postStatus(agentPort, conf.run, 'failed', `the sample did not start: ${record.error ?? 'no reason given'}`)
+    else await postStatus(agentPort, conf.run, 'complete', 'True')
   } catch (err) {
     const text = err instanceof Error ? (err.stack ?? err.message) : String(err)
     log.error(`analysis failed: ${text}`)
     await log.close()
-    await postStatus(agentPort, 'exception', text)
+    await postStatus(agentPort, conf.run, 'exception', text)
     process.exitCode = 1
   }
 }

@@ -4,7 +4,7 @@
 // "PID EPOCH.USEC syscall(args) = result"; a syscall interrupted by another process's line is
 // split into "<unfinished ...>" and "<... name resumed>", which are joined back here.
 import { isAbsolute } from 'node:path'
-import type { ConnectionRecord, ProcessRecord } from './behavior-format.js'
+import type { ConnectionRecord, ProcessRecord } from '../../guest-protocol/behavior.js'
 
 export interface StraceFileEvent {
   pid: number
@@ -17,6 +17,11 @@ export interface StraceResult {
   processes: ProcessRecord[]
   files: StraceFileEvent[]
   connections: ConnectionRecord[]
+  /**
+   * Why the sample never ran: the error of the traced root's execve, in the OS's words
+   * ("Exec format error (ENOEXEC)"), when no execve of the root succeeded; null when it ran.
+   */
+  startError: string | null
 }
 
 const LINE = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/
@@ -62,6 +67,8 @@ export function parseStrace(text: string): StraceResult {
   const conns = new Map<string, ConnectionRecord>()
   const pending = new Map<number, string>()
   let root: number | null = null
+  let rootExecuted = false
+  let rootExecError: string | null = null
   const proc = (pid: number, time: number, ppid = 0): ProcessRecord => {
     let p = procs.get(pid)
     if (p === undefined) {
@@ -98,7 +105,11 @@ export function parseStrace(text: string): StraceResult {
     const name = /^(\w+)\(/.exec(call)?.[1] ?? ''
     if ((name === 'fork' || name === 'vfork' || name === 'clone' || name === 'clone3') && ret !== null && ret > 0) {
       if (!call.includes('CLONE_THREAD')) proc(ret, time, pid).ppid = pid
+    } else if ((name === 'execve' || name === 'execveat') && ret !== 0) {
+      const failed = /=\s+-1\s+(E[A-Z0-9]+)\s+\(([^)]*)\)/.exec(call)
+      if (pid === root && failed !== null) rootExecError = `${failed[2]} (${failed[1]})`
     } else if ((name === 'execve' || name === 'execveat') && ret === 0) {
+      if (pid === root) rootExecuted = true
       const args = strings(call)
       p.exe = args[0] ?? null
       const argvPart = /\[(.*?)\](?:, |\))/.exec(call)?.[1] ?? ''
@@ -122,5 +133,8 @@ export function parseStrace(text: string): StraceResult {
   }
   // The first traced process is the sample itself; its parent (strace) is not part of the tree.
   if (root !== null) proc(root, 0).ppid = procs.get(root)?.ppid ?? 0
-  return { processes: [...procs.values()].filter((p) => p.command_line !== '' || p.exe !== null || p.pid === root), files, connections: [...conns.values()] }
+  // A root that never executed is strace's own child that failed to become the sample: no process.
+  const startError = root !== null && !rootExecuted ? rootExecError : null
+  const processes = [...procs.values()].filter((p) => p.command_line !== '' || p.exe !== null || (p.pid === root && startError === null))
+  return { processes, files, connections: [...conns.values()], startError }
 }
