@@ -4,11 +4,17 @@
 // BaseHTTPRequestHandler cannot de-chunk), and responses read until the socket closes (Cuckoo's
 // agent speaks HTTP/1.0 and sends JSON with no Content-Length). Node's `fetch`/`FormData` may
 // chunk a body, so this uses node:http with a body whose length is known before the first byte.
-// Errors are plain Errors whose message names the step and the agent, fit for a task's errors.
+// Errors are AgentErrors whose message names the step and the agent, fit for a task's errors.
+// The guest is hostile: every answer is read once, up to the route's limit (ANSWER_LIMITS of the
+// shared protocol), and an exchange may carry a deadline that no trickle of bytes extends.
 import http from 'node:http'
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
+import { ANSWER_LIMITS, type AgentRoute } from '../../guest-protocol/agent-api'
+
+/** Routes outside the protocol's table (none today) get the smallest limit. */
+const DEFAULT_ANSWER_LIMIT = 64 * 1024
 
 /** A form field (text) or a file part for a multipart body. */
 export type FormPart =
@@ -34,9 +40,15 @@ export interface AgentRequest {
   body?: RequestBody
   /** Socket inactivity limit: an upload that keeps moving is never cut, a silent agent is. */
   timeoutMs: number
+  /** Limit on the whole exchange, however the bytes trickle (EXCHANGE_MS); none for uploads. */
+  deadlineMs?: number
+  /** The most of the answer read; default: the route's limit (ANSWER_LIMITS). */
+  maxBytes?: number
   signal?: AbortSignal
   /** What this request is for, e.g. "uploading the analyzer": used in error messages. */
   step: string
+  /** Receives the exchange's progress record when it starts (updated as bytes move). */
+  watch?: (p: ExchangeProgress) => void
 }
 
 /** A prepared body: fixed-length chunks and files (path + size) written in order. */
@@ -87,9 +99,10 @@ function quote(s: string): string {
   return s.replace(/[\r\n"]/g, '_')
 }
 
-async function writeBody(req: http.ClientRequest, body: PreparedBody): Promise<void> {
+async function writeBody(req: http.ClientRequest, body: PreparedBody, progress: ExchangeProgress): Promise<void> {
   for (const piece of body.pieces) {
     if ('buf' in piece) {
+      progress.sent += piece.buf.length
       if (!req.write(piece.buf)) await drained(req)
       continue
     }
@@ -97,6 +110,7 @@ async function writeBody(req: http.ClientRequest, body: PreparedBody): Promise<v
     // Exactly `size` bytes, even if the file grew since stat(): the length is already promised.
     for await (const chunk of createReadStream(piece.path, { start: 0, end: piece.size - 1, highWaterMark: 1024 * 1024 })) {
       if (req.destroyed) return
+      progress.sent += (chunk as Buffer).length
       if (!req.write(chunk as Buffer)) await drained(req)
     }
   }
@@ -115,22 +129,58 @@ function drained(req: http.ClientRequest): Promise<void> {
   })
 }
 
+/**
+ * How an exchange went wrong, for the run's reason: `unreachable` (no connection, or it broke),
+ * `timeout` (no answer at all in time), `misbehaved` (an answer that no agent gives: longer than
+ * the route's limit, or still dripping in at the deadline), `aborted` (the run's signal).
+ */
+export type AgentErrorKind = 'unreachable' | 'timeout' | 'misbehaved' | 'aborted'
+
+export class AgentError extends Error {
+  constructor(readonly kind: AgentErrorKind, message: string) {
+    super(message)
+    if (kind === 'aborted') this.name = 'AbortError'
+  }
+}
+
+/** What an exchange has done so far, readable while it runs (the run names it when its time runs out). */
+export interface ExchangeProgress {
+  what: string
+  startedAt: number
+  sent: number
+  /** Bytes of the answer (head and body) received; -1 until the agent sent anything. */
+  received: number
+}
+
+/** In words: what the agent was doing in an unfinished exchange. */
+export function describeProgress(p: ExchangeProgress, at = Date.now()): string {
+  const secs = Math.round((at - p.startedAt) / 1000)
+  if (p.received < 0) return `the agent had not answered ${p.what} after ${secs} s`
+  return `the agent was still sending its answer to ${p.what}: ${p.received} bytes in ${secs} s`
+}
+
 /** Sends one request on its own connection and resolves with whatever HTTP status came back. */
 export async function agentRequest(r: AgentRequest): Promise<AgentResponse> {
-  const where = `${r.method} ${r.path} on ${r.ip}:${r.port}`
+  const what = `${r.method} ${r.path}`
+  const where = `${what} on ${r.ip}:${r.port}`
+  const maxBytes = r.maxBytes ?? ANSWER_LIMITS[r.path as AgentRoute] ?? DEFAULT_ANSWER_LIMIT
   let body: PreparedBody | null = null
   try {
     body = r.body ? await prepareBody(r.body) : null
   } catch (err) {
     throw new Error(`${r.step}: cannot read what is to be sent: ${errMessage(err)}`, { cause: err })
   }
+  const progress: ExchangeProgress = { what, startedAt: Date.now(), sent: 0, received: -1 }
+  r.watch?.(progress)
   return new Promise<AgentResponse>((resolve, reject) => {
     let settled = false
-    const fail = (msg: string): void => {
+    let deadline: NodeJS.Timeout | undefined
+    const fail = (kind: AgentErrorKind, msg: string): void => {
       if (settled) return
       settled = true
+      clearTimeout(deadline)
       req.destroy()
-      reject(new Error(`${r.step} (${where}): ${msg}`))
+      reject(new AgentError(kind, kind === 'aborted' ? `${r.step}: interrupted` : `${r.step} (${where}): ${msg}`))
     }
     const headers: http.OutgoingHttpHeaders = { Connection: 'close', 'Accept-Encoding': 'identity' }
     if (body) {
@@ -138,30 +188,51 @@ export async function agentRequest(r: AgentRequest): Promise<AgentResponse> {
       headers['Content-Length'] = body.length
     } else if (r.method === 'POST') headers['Content-Length'] = 0
     const req = http.request({ host: r.ip, port: r.port, method: r.method, path: r.path, headers, agent: false })
-    req.setTimeout(r.timeoutMs, () => fail(`the agent did not answer within ${Math.round(r.timeoutMs / 1000)} s`))
-    const onAbort = (): void => {
-      if (settled) return
-      settled = true
-      req.destroy()
-      const e = new Error(`${r.step}: interrupted`)
-      e.name = 'AbortError'
-      reject(e)
+    req.setTimeout(r.timeoutMs, () => {
+      if (progress.received < 0) fail('timeout', `the agent did not answer within ${Math.round(r.timeoutMs / 1000)} s`)
+      else fail('misbehaved', `the agent's answer stopped after ${progress.received} bytes`)
+    })
+    if (r.deadlineMs !== undefined) {
+      deadline = setTimeout(() => {
+        if (progress.received < 0) fail('timeout', `the agent did not answer within ${Math.round(r.deadlineMs! / 1000)} s`)
+        else fail('misbehaved', `${describeProgress(progress)}, more than the ${Math.round(r.deadlineMs! / 1000)} s an answer may take`)
+      }, r.deadlineMs)
     }
+    const onAbort = (): void => fail('aborted', '')
     if (r.signal?.aborted) return onAbort()
     r.signal?.addEventListener('abort', onAbort, { once: true })
-    req.on('error', (err: NodeJS.ErrnoException) => fail(describeSocketError(err)))
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'HPE_HEADER_OVERFLOW') fail('misbehaved', 'the agent sent more header bytes than HTTP allows')
+      else if (progress.received < 0) fail('unreachable', describeSocketError(err))
+      else fail('misbehaved', `the agent's answer broke off: ${describeSocketError(err)}`)
+    })
     req.on('close', () => r.signal?.removeEventListener('abort', onAbort))
     req.on('response', (res) => {
+      progress.received = 0
+      const declared = Number(res.headers['content-length'])
+      if (Number.isFinite(declared) && declared > maxBytes) {
+        fail('misbehaved', `the agent announced an answer of ${declared} bytes, more than the ${maxBytes} this route allows`)
+        return
+      }
+      // Read once, into one buffer of at most maxBytes: nothing of a longer answer is kept.
       const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('error', (err: NodeJS.ErrnoException) => fail(describeSocketError(err)))
+      res.on('data', (c: Buffer) => {
+        progress.received += c.length
+        if (progress.received > maxBytes) {
+          fail('misbehaved', `the agent's answer was longer than the ${maxBytes} bytes this route allows`)
+          return
+        }
+        chunks.push(c)
+      })
+      res.on('error', (err: NodeJS.ErrnoException) => fail('misbehaved', `the agent's answer broke off: ${describeSocketError(err)}`))
       res.on('end', () => {
         if (settled) return
         settled = true
+        clearTimeout(deadline)
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })
       })
     })
-    if (body) writeBody(req, body).catch((err: unknown) => fail(`sending the body failed: ${errMessage(err)}`))
+    if (body) writeBody(req, body, progress).catch((err: unknown) => fail('unreachable', `sending the body failed: ${errMessage(err)}`))
     else req.end()
   })
 }
@@ -181,9 +252,10 @@ export function errMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err)
 }
 
-/** A JSON body's object, or null when the body is not a JSON object. */
+/** A JSON body's object, or null when the body is not a JSON object (whatever its Content-Type says). */
 export function jsonObject(body: Buffer): Record<string, unknown> | null {
   try {
+    // Invalid UTF-8 becomes U+FFFD and JSON.parse decides; agents send no reliable Content-Type.
     const v: unknown = JSON.parse(body.toString('utf8'))
     return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null
   } catch {

@@ -4,6 +4,7 @@
 // needs. Values are written as Cuckoo's `str()` would; unlike Cuckoo, line breaks in values are
 // replaced, so a task's options or URL can never add keys or sections to the guest's config.
 import type { GuestStartSpec } from './start-spec'
+import { RUN_CONF_KEY } from '../../guest-protocol/run-identity'
 
 /** The name the sample gets in the guest (also `file_name` in analysis.conf): no folders, no characters Windows refuses. */
 export function guestFileName(name: string): string {
@@ -48,7 +49,8 @@ function oneLine(v: string): string {
   return v.replace(/[\r\n\0\u2028\u2029\u0085]+/g, ' ')
 }
 
-export function analysisConf(spec: GuestStartSpec): string {
+/** `run`: this run's id (run-identity.ts), for Aviary's analyzer; Cuckoo's ignores the key. */
+export function analysisConf(spec: GuestStartSpec, run: string | null = null): string {
   const entries: [string, string][] = []
   const options = parseOptions(spec.options)
   // A member of a submitted archive is stored and sent unpacked, so the guest sees a file task:
@@ -77,6 +79,7 @@ export function analysisConf(spec: GuestStartSpec): string {
     ['terminate_processes', pyBool(spec.terminateProcesses)],
     ['timeout', String(spec.timeout)]
   )
+  if (run !== null) entries.push([RUN_CONF_KEY, run])
   // Like Cuckoo: "[analysis]" then "key = value" lines joined with "\n", no trailing newline.
   return ['[analysis]', ...entries.map(([k, v]) => `${k} = ${oneLine(v)}`)].join('\n')
 }

@@ -75,3 +75,12 @@ export async function buildAnalyzerZip(dir: string, monitor: string | null): Pro
   cache.set(cacheKey, { key, zip: buf })
   return buf
 }
+
+/**
+ * True for Aviary's analyzer: a folder with analyzer.cjs and no analyzer.py (which the host would
+ * start first). It carries the run's id (src/guest-protocol/run-identity.ts); Cuckoo's does not.
+ */
+export async function analyzerTagsRun(dir: string): Promise<boolean> {
+  const has = (name: string): Promise<boolean> => stat(path.join(dir, name)).then((s) => s.isFile(), () => false)
+  return !(await has('analyzer.py')) && (await has('analyzer.cjs'))
+}

@@ -60,7 +60,10 @@ describe('GuestSession: agents it must refuse or report clearly', () => {
     const run = newRun()
     cleanups.push(() => run.cleanup())
     const s = new GuestSession({ ip: '127.0.0.1', port, log: () => undefined })
-    await s.waitAvailable({ timeoutMs: 5000 }) // it does answer HTTP
+    // It does answer HTTP, and that answer refuses it at once (no waiting for another answer).
+    const t0 = Date.now()
+    await expect(s.waitAvailable({ timeoutMs: 30_000 })).rejects.toThrow(/old XML-RPC agent/)
+    expect(Date.now() - t0).toBeLessThan(10_000)
     await expect(s.start(fileSpec(run, 1))).rejects.toThrow(/old XML-RPC agent/)
   })
 

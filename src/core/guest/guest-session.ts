@@ -5,26 +5,35 @@
 // the analyzer reports. It works with Cuckoo's agent.py (0.7–0.10), CAPE's (0.2x) and Aviary's
 // own; the old XML-RPC agent of Cuckoo 1.x is refused with a clear error. Requests are strictly
 // one at a time: Cuckoo's agent is single-threaded.
+//
+// The guest is hostile: every exchange is bounded (agent-http.ts), the exchange under way is
+// kept so a run that runs out of time can say what the agent was doing (trouble()), an agent that
+// can end earlier analyses (Aviary's, POST /reset) is asked to before each one, and the run's id
+// goes to the analyzer so that one left from an earlier run cannot end this one (status-poll.ts).
 import type { GuestStartSpec } from './start-spec'
 import { access } from 'node:fs/promises'
 import net from 'node:net'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { agentErrorText, agentRequest, describeSocketError, errMessage, jsonObject, type AgentResponse, type RequestBody } from './agent-http'
+import { EXCHANGE_MS, ROUTES, RUN_FIELD } from '../../guest-protocol/agent-api'
+import {
+  AgentError, agentErrorText, agentRequest, describeProgress, describeSocketError, errMessage, jsonObject,
+  type AgentResponse, type ExchangeProgress, type RequestBody
+} from './agent-http'
 import { analysisConf, guestFileName, parseOptions } from './analysis-conf'
-import { buildAnalyzerZip } from './analyzer-zip'
+import { analyzerTagsRun, buildAnalyzerZip } from './analyzer-zip'
 import { guestDirname, guestJoin, guestLayout, isWindows } from './guest-paths'
+import { PollHistory, pollUntilFinal, type Completion } from './status-poll'
 
 /** kind: 'cuckoo' | 'cape' | 'aviary' | 'unknown' (a new-style agent that names itself otherwise). */
 export type { GuestStartSpec } from './start-spec'
+export type { Completion, CompletionOutcome } from './status-poll'
 
 export interface AgentInfo { kind: string; version: string | null; features: string[] }
 
-export type CompletionOutcome = 'complete' | 'exception' | 'failed' | 'aborted' | 'timeout'
-
-const SMALL_MS = 15_000 // GET /, /environ, /mkdir, /status...: answered at once by a live agent
-const UPLOAD_MS = 120_000 // inactivity limit of /extract and /store: the agent writes to disk before answering
-const POLL_MS = 5_000 // Cuckoo's own limit for a status poll
+const SMALL_MS = EXCHANGE_MS.small
+const UPLOAD_MS = EXCHANGE_MS.uploadIdle
+const POLL_MS = EXCHANGE_MS.poll
 
 function abortError(what: string): Error {
   const e = new Error(`${what}: interrupted`)
@@ -32,15 +41,18 @@ function abortError(what: string): Error {
   return e
 }
 
-/** Tells the agents apart from GET / (§1.3). Throws for the XML-RPC agent and for non-agents. */
+/** GET / answered, but not as a Cuckoo-compatible agent does. */
+class NotAnAgent extends Error {}
+
+/** Tells the agents apart from GET / (§1.3). Throws NotAnAgent for the XML-RPC agent and for non-agents. */
 function identify(ip: string, port: number, res: AgentResponse): AgentInfo {
   if (res.status === 501) {
-    throw new Error(`the agent on ${ip}:${port} is Cuckoo's old XML-RPC agent (Cuckoo 1.x / 2.0-rc), which Aviary does not ` +
+    throw new NotAnAgent(`the agent on ${ip}:${port} is Cuckoo's old XML-RPC agent (Cuckoo 1.x / 2.0-rc), which Aviary does not ` +
       'support: install the agent.py of Cuckoo 2.0.x (or Aviary\'s agent) in the guest and take the snapshot again')
   }
   const j = jsonObject(res.body)
   if (res.status !== 200 || !j) {
-    throw new Error(`what answers on ${ip}:${port} is not a Cuckoo-compatible agent (GET / gave HTTP ${res.status}` +
+    throw new NotAnAgent(`what answers on ${ip}:${port} is not a Cuckoo-compatible agent (GET / gave HTTP ${res.status}` +
       `${j ? '' : ', not JSON'})`)
   }
   const words = `${typeof j.message === 'string' ? j.message : ''} ${String(res.headers.server ?? '')}`
@@ -51,7 +63,7 @@ function identify(ip: string, port: number, res: AgentResponse): AgentInfo {
 
 /** GET / once: which agent answers on ip:port. Throws with a clear message when none (or the old one) does. */
 export async function probeAgent(ip: string, port: number, timeoutMs: number): Promise<AgentInfo> {
-  const res = await agentRequest({ ip, port, method: 'GET', path: '/', timeoutMs, step: 'asking the agent what it is' })
+  const res = await agentRequest({ ip, port, method: 'GET', path: ROUTES.root, timeoutMs, deadlineMs: timeoutMs, step: 'asking the agent what it is' })
   return identify(ip, port, res)
 }
 
@@ -79,16 +91,43 @@ export class GuestSession {
   private readonly port: number
   private readonly log: (msg: string) => void
   private readonly pollMs: number
+  private readonly run: string | null
+  /** The exchange under way (or the last one), for trouble(). */
+  private current: ExchangeProgress | null = null
+  private currentDone = true
+  private readonly history = new PollHistory()
+  /** The analyzer tags its statuses with the run (Aviary's): set by start(). */
+  private tagged = false
+  private info: AgentInfo | null = null
 
-  constructor(o: { ip: string; port: number; log: (msg: string) => void; pollMs?: number }) {
+  constructor(o: { ip: string; port: number; log: (msg: string) => void; pollMs?: number; run?: string | null }) {
     this.ip = o.ip
     this.port = o.port
     this.log = o.log
     this.pollMs = o.pollMs ?? 1000
+    this.run = o.run ?? null
   }
 
-  /** Until the agent's port accepts and GET / answers (any HTTP answer), like Cuckoo's wait_available. */
-  async waitAvailable(o: { timeoutMs: number; signal?: AbortSignal }): Promise<void> {
+  /** What the agent was doing when the run's time ran out, in words; null when nothing stands out. */
+  trouble(): string | null {
+    if (this.current !== null && !this.currentDone) return describeProgress(this.current)
+    return this.history.describe()
+  }
+
+  private async exchange(r: Omit<Parameters<typeof agentRequest>[0], 'ip' | 'port' | 'watch'>): Promise<AgentResponse> {
+    try {
+      return await agentRequest({ ...r, ip: this.ip, port: this.port, watch: (p) => { this.current = p; this.currentDone = false } })
+    } finally {
+      this.currentDone = true
+    }
+  }
+
+  /**
+   * Until the agent's port accepts and GET / answers, like Cuckoo's wait_available; the answer
+   * tells which agent it is (read once: start() uses it). No answer is tried again until the time
+   * is up; an answer that is not an agent's fails at once.
+   */
+  async waitAvailable(o: { timeoutMs: number; signal?: AbortSignal | undefined }): Promise<AgentInfo> {
     const end = Date.now() + o.timeoutMs
     for (;;) {
       if (o.signal?.aborted) throw abortError('waiting for the agent')
@@ -96,10 +135,13 @@ export class GuestSession {
       let pause: boolean
       try {
         await tcpConnect(this.ip, this.port, 1000)
-        await agentRequest({ ip: this.ip, port: this.port, method: 'GET', path: '/', timeoutMs: POLL_MS, signal: o.signal, step: 'GET /' })
-        return
+        const res = await this.exchange({ method: 'GET', path: ROUTES.root, timeoutMs: POLL_MS, deadlineMs: POLL_MS, signal: o.signal, step: 'GET /' })
+        this.info = identify(this.ip, this.port, res)
+        return this.info
       } catch (err) {
         if (o.signal?.aborted) throw abortError('waiting for the agent')
+        // An answer that is no agent's will not become one: only silence is waited out.
+        if ((err instanceof AgentError && err.kind === 'misbehaved') || err instanceof NotAnAgent) throw err
         last = errMessage(err)
         pause = last !== 'connect timed out' // like Cuckoo: a connect timeout already waited
       }
@@ -113,8 +155,8 @@ export class GuestSession {
 
   /** One request that must succeed (HTTP 200); returns the JSON object of the answer. */
   private async call(step: string, method: 'GET' | 'POST', p: string, body: RequestBody | undefined,
-    timeoutMs: number, signal: AbortSignal | undefined): Promise<Record<string, unknown>> {
-    const res = await agentRequest({ ip: this.ip, port: this.port, method, path: p, body, timeoutMs, signal, step })
+    timeoutMs: number, signal: AbortSignal | undefined, deadlineMs: number | undefined = timeoutMs): Promise<Record<string, unknown>> {
+    const res = await this.exchange({ method, path: p, body, timeoutMs, deadlineMs, signal, step })
     if (res.status !== 200) throw new Error(`${step}: the agent refused ${method} ${p}: ${agentErrorText(res)}`)
     return jsonObject(res.body) ?? {}
   }
@@ -123,28 +165,53 @@ export class GuestSession {
     return { kind: 'urlencoded', fields }
   }
 
-  /** Cuckoo 2.0.7's GuestManager.start_analysis, in its order. */
-  async start(spec: GuestStartSpec, signal?: AbortSignal): Promise<AgentInfo> {
+  /**
+   * Ends every analysis the agent started before (Aviary's agent, feature `reset`); false when
+   * the agent cannot. Used before an analysis and, on machines that are never reverted, after.
+   */
+  async endEarlierAnalyses(signal?: AbortSignal): Promise<boolean> {
+    if (!this.info?.features.includes('reset')) return false
+    const j = await this.call('ending earlier analyses in the guest', 'POST', ROUTES.reset, undefined, SMALL_MS, signal)
+    const ended = typeof j.ended === 'number' ? j.ended : 0
+    if (ended > 0) this.log(`the agent ended ${ended} process(es) left from an earlier analysis`)
+    return true
+  }
+
+  /**
+   * Cuckoo 2.0.7's GuestManager.start_analysis, in its order. `info` is waitAvailable()'s answer
+   * (GET / is asked here when it is absent).
+   */
+  async start(spec: GuestStartSpec, signal?: AbortSignal, info?: AgentInfo): Promise<AgentInfo> {
     const { ip, port } = this
-    const info = identify(ip, port, await agentRequest({ ip, port, method: 'GET', path: '/', timeoutMs: SMALL_MS, signal, step: 'asking the agent what it is' }))
+    info ??= identify(ip, port, await this.exchange({ method: 'GET', path: ROUTES.root, timeoutMs: SMALL_MS, deadlineMs: SMALL_MS, signal, step: 'asking the agent what it is' }))
+    this.info = info
     this.log(`guest runs the ${info.kind} agent ${info.version ?? '(no version)'} (features: ${info.features.join(', ') || 'none'})`)
 
     if (info.features.includes('pinning')) {
-      const res = await agentRequest({ ip, port, method: 'GET', path: '/pinning', timeoutMs: SMALL_MS, signal, step: 'pinning the agent' })
+      const res = await this.exchange({ method: 'GET', path: ROUTES.pinning, timeoutMs: SMALL_MS, deadlineMs: SMALL_MS, signal, step: 'pinning the agent' })
       // 500 = already pinned (a physical machine's agent is never reverted): carry on, later calls tell.
       if (res.status === 500) this.log('the agent was already pinned (to this host, if the next requests succeed)')
       else if (res.status !== 200) throw new Error(`pinning the agent: ${agentErrorText(res)}`)
     }
 
-    // A physical machine's agent keeps the last run's status ('complete'), which would end this
-    // run at the first poll. Cuckoo reboots physical machines instead; Aviary resets the status.
-    const st = (await this.call('reading the agent\'s status', 'GET', '/status', undefined, SMALL_MS, signal)).status
-    if (st !== null && st !== undefined && st !== 'init') {
-      this.log(`the agent still reports '${String(st)}' from a previous analysis: resetting it to 'init'`)
-      await this.call('resetting the agent\'s status', 'POST', '/status', this.form({ status: 'init' }), SMALL_MS, signal)
+    const aviaryAnalyzer = await analyzerTagsRun(spec.analyzer.dir)
+    this.tagged = aviaryAnalyzer && this.run !== null
+    if (!(await this.endEarlierAnalyses(signal))) {
+      if (spec.earlierRunMayLive && !aviaryAnalyzer) {
+        throw new Error('this task\'s earlier attempt was cut off on a machine that is never reverted, and its analyzer may still ' +
+          `run in the guest: the ${info.kind} agent cannot end it (no /reset) and Cuckoo's analyzer cannot be told apart from this ` +
+          'run\'s; restart the guest (or use Aviary\'s agent), then reschedule the task')
+      }
+      // A physical machine's agent keeps the last run's status ('complete'), which would end this
+      // run at the first poll. Cuckoo reboots physical machines instead; Aviary resets the status.
+      const st = (await this.call('reading the agent\'s status', 'GET', ROUTES.status, undefined, SMALL_MS, signal)).status
+      if (st !== null && st !== undefined && st !== 'init') {
+        this.log(`the agent still reports '${String(st).slice(0, 80)}' from a previous analysis: resetting it to 'init'`)
+        await this.call('resetting the agent\'s status', 'POST', ROUTES.status, this.form({ status: 'init' }), SMALL_MS, signal)
+      }
     }
 
-    const environ = (await this.call('reading the guest\'s environment', 'GET', '/environ', undefined, SMALL_MS, signal)).environ
+    const environ = (await this.call('reading the guest\'s environment', 'GET', ROUTES.environ, undefined, SMALL_MS, signal)).environ
     const env = environ !== null && typeof environ === 'object' ? environ as Record<string, unknown> : {}
     const analpath = parseOptions(spec.options).get('analpath') ?? null
 
@@ -159,40 +226,42 @@ export class GuestSession {
     // most); a folder named by `analpath` is reused.
     let layout = guestLayout(spec.platform, env, analpath)
     for (let attempt = 1; ; attempt++) {
-      const mk = await agentRequest({ ip, port, method: 'POST', path: '/mkdir', body: this.form({ dirpath: layout.analyzerDir }), timeoutMs: SMALL_MS, signal, step: 'creating the analyzer folder' })
+      const mk = await this.exchange({ method: 'POST', path: ROUTES.mkdir, body: this.form({ dirpath: layout.analyzerDir }), timeoutMs: SMALL_MS, deadlineMs: SMALL_MS, signal, step: 'creating the analyzer folder' })
       if (mk.status === 200 || (layout.fixedName && mk.status === 500)) break
-      if (mk.status !== 500 || attempt === 3) throw new Error(`creating the analyzer folder ${layout.analyzerDir}: ${agentErrorText(mk)}`)
+      if (mk.status !== 500 || attempt === 3) throw new Error(`creating the analyzer folder ${layout.analyzerDir}: ${agentErrorText(mk)}${platformHint(spec, mk)}`)
       layout = guestLayout(spec.platform, env, null)
     }
     const dir = layout.analyzerDir
     this.log(`uploading the analyzer (${zip.length} bytes) to ${dir}`)
-    await this.call('uploading the analyzer', 'POST', '/extract', {
+    // Uploads: an idle limit, no deadline of their own (a large sample on a slow link keeps
+    // moving); the run's deadline bounds them.
+    await this.call('uploading the analyzer', 'POST', ROUTES.extract, {
       kind: 'multipart', parts: [{ name: 'dirpath', value: dir }, { name: 'zipfile', filename: 'zipfile', data: zip }]
-    }, UPLOAD_MS, signal)
-    await this.call('uploading analysis.conf', 'POST', '/store', {
+    }, UPLOAD_MS, signal, undefined)
+    await this.call('uploading analysis.conf', 'POST', ROUTES.store, {
       kind: 'multipart',
       parts: [{ name: 'filepath', value: guestJoin(spec.platform, dir, 'analysis.conf') },
-        { name: 'file', filename: 'file', data: Buffer.from(analysisConf(spec), 'utf8') }]
-    }, UPLOAD_MS, signal)
+        { name: 'file', filename: 'file', data: Buffer.from(analysisConf(spec, this.run), 'utf8') }]
+    }, UPLOAD_MS, signal, undefined)
 
     // Cuckoo's prepare_guest callback (the reboot auxiliary) runs before the sample upload.
     for (const f of spec.pushFiles) {
       const parent = guestDirname(f.guestPath)
       this.log(`putting back ${f.guestPath}`)
       // Cuckoo's agent answers 500 when the folder exists; the /store below is what must succeed.
-      if (parent) await agentRequest({ ip, port, method: 'POST', path: '/mkdir', body: this.form({ dirpath: parent }), timeoutMs: SMALL_MS, signal, step: 'creating a folder' })
-      await this.call(`putting back ${f.guestPath}`, 'POST', '/store', {
+      if (parent) await this.exchange({ method: 'POST', path: ROUTES.mkdir, body: this.form({ dirpath: parent }), timeoutMs: SMALL_MS, deadlineMs: SMALL_MS, signal, step: 'creating a folder' })
+      await this.call(`putting back ${f.guestPath}`, 'POST', ROUTES.store, {
         kind: 'multipart', parts: [{ name: 'filepath', value: f.guestPath }, { name: 'file', filename: 'file', path: f.localPath }]
-      }, UPLOAD_MS, signal)
+      }, UPLOAD_MS, signal, undefined)
     }
 
     if (spec.category === 'file' || spec.category === 'archive') {
       const local = spec.file?.localPath ?? spec.target
       const guestPath = guestJoin(spec.platform, layout.tempDir, guestFileName(spec.file?.name ?? spec.target))
       this.log(`uploading the sample to ${guestPath}`)
-      await this.call('uploading the sample', 'POST', '/store', {
+      await this.call('uploading the sample', 'POST', ROUTES.store, {
         kind: 'multipart', parts: [{ name: 'filepath', value: guestPath }, { name: 'file', filename: 'sample.bin', path: local }]
-      }, UPLOAD_MS, signal)
+      }, UPLOAD_MS, signal, undefined)
     }
 
     await this.startAnalyzer(spec, info, dir, signal)
@@ -204,21 +273,23 @@ export class GuestSession {
     const has = (name: string): Promise<boolean> => access(path.join(spec.analyzer.dir, name)).then(() => true, () => false)
     const win = isWindows(spec.platform)
     const step = 'starting the analyzer'
+    // Aviary's agent follows the analyzer it starts and tags its death with the run (`run` field).
+    const runField: Record<string, string> = this.run !== null && info.kind === 'aviary' ? { [RUN_FIELD]: this.run } : {}
     if (await has('analyzer.py')) {
       const script = guestJoin(spec.platform, dir, 'analyzer.py')
       if (info.features.includes('execpy')) {
-        await this.call(step, 'POST', '/execpy', this.form({ filepath: script, async: 'yes', cwd: dir }), SMALL_MS, signal)
+        await this.call(step, 'POST', ROUTES.execpy, this.form({ filepath: script, async: 'yes', cwd: dir, ...runField }), SMALL_MS, signal)
       } else {
         // Cuckoo's fallback for agents without execpy.
         const python = win ? 'C:\\Python27\\pythonw.exe' : 'python'
-        await this.call(step, 'POST', '/execute', this.form(this.executeFields(info, win, `${python} "${script}"`, dir)), SMALL_MS, signal)
+        await this.call(step, 'POST', ROUTES.execute, this.form(this.executeFields(info, win, `${python} "${script}"`, dir)), SMALL_MS, signal)
       }
     } else if (await has('analyzer.cjs')) {
       const script = guestJoin(spec.platform, dir, 'analyzer.cjs')
       if (info.features.includes('execnode')) {
-        await this.call(step, 'POST', '/execnode', this.form({ filepath: script, async: 'yes', cwd: dir }), SMALL_MS, signal)
+        await this.call(step, 'POST', ROUTES.execnode, this.form({ filepath: script, async: 'yes', cwd: dir, ...runField }), SMALL_MS, signal)
       } else {
-        await this.call(step, 'POST', '/execute', this.form(this.executeFields(info, win, `node "${script}"`, dir)), SMALL_MS, signal)
+        await this.call(step, 'POST', ROUTES.execute, this.form(this.executeFields(info, win, `node "${script}"`, dir)), SMALL_MS, signal)
       }
     } else {
       throw new Error(`${step}: the analyzer folder ${spec.analyzer.dir} has neither analyzer.py nor analyzer.cjs`)
@@ -237,45 +308,18 @@ export class GuestSession {
     return fields
   }
 
-  /** Polls GET /status every pollMs until the analyzer reports, the time is up, or the signal aborts. */
-  async waitForCompletion(o: { timeoutMs: number; signal?: AbortSignal; onRunning?: () => void }):
-    Promise<{ outcome: CompletionOutcome; description: string | null }> {
-    const end = Date.now() + o.timeoutMs
-    let running = false
-    let lastError = ''
-    for (;;) {
-      if (o.signal?.aborted) return { outcome: 'aborted', description: null }
-      const left = end - Date.now()
-      if (left <= 0) return { outcome: 'timeout', description: null }
-      try {
-        await sleep(Math.min(this.pollMs, left), undefined, { signal: o.signal })
-      } catch {
-        return { outcome: 'aborted', description: null }
-      }
-      try {
-        const res = await agentRequest({ ip: this.ip, port: this.port, method: 'GET', path: '/status', timeoutMs: POLL_MS, signal: o.signal, step: 'polling the analysis status' })
-        const j = res.status === 200 ? jsonObject(res.body) : null
-        if (!j) throw new Error(`polling the analysis status: ${agentErrorText(res)}`)
-        const status = j.status === null || j.status === undefined ? null : String(j.status)
-        if (status === 'complete' || status === 'exception' || status === 'failed') {
-          const d = j.description
-          const description = d === null || d === undefined || d === '' ? null : String(d)
-          this.log(`the analyzer reported ${status}${description ? `: ${description}` : ''}`)
-          return { outcome: status, description }
-        }
-        // Any answered non-final status means the analyzer was started and runs: CAPE's agent says
-        // 'running', Cuckoo's never does (null, or 'init' after start() reset a kept status).
-        if (!running) {
-          running = true
-          o.onRunning?.()
-        }
-        lastError = ''
-      } catch (err) {
-        if (o.signal?.aborted) return { outcome: 'aborted', description: null }
-        const msg = errMessage(err)
-        if (msg !== lastError) this.log(`status poll failed, retrying: ${msg}`) // like Cuckoo: log and retry
-        lastError = msg
-      }
-    }
+  /** Polls GET /status until the analyzer reports, the time is up, the agent misbehaves, or the signal aborts (status-poll.ts). */
+  waitForCompletion(o: { timeoutMs: number; signal?: AbortSignal | undefined; onRunning?: () => void; onStale?: (what: string) => void }): Promise<Completion> {
+    return pollUntilFinal({
+      ip: this.ip, port: this.port, pollMs: this.pollMs, log: this.log, run: this.tagged ? this.run : null,
+      watch: (p) => { this.current = p; this.currentDone = false }
+    }, o, this.history).finally(() => { this.currentDone = true })
   }
+}
+
+/** When the agent refused a path of the other platform's form, the machine's platform is likely wrong. */
+function platformHint(spec: GuestStartSpec, res: AgentResponse): string {
+  return res.status === 400 && /not an absolute path on this guest/.test(agentErrorText(res))
+    ? ` (is the machine's platform '${spec.platform}' in machines.json right?)`
+    : ''
 }

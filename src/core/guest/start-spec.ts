@@ -21,4 +21,9 @@ export interface GuestStartSpec {
   pushFiles: { guestPath: string; localPath: string }[]
   /** windows | linux | ... */
   platform: string
+  /**
+   * An earlier attempt of this task was cut off (Aviary stopped during it) on a machine that is
+   * never reverted: its analyzer may still run in the guest.
+   */
+  earlierRunMayLive?: boolean
 }

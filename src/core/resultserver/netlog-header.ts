@@ -3,10 +3,14 @@
 // '\n' and at most 4096 bytes. Read under one deadline for the whole header, so a guest trickling
 // bytes cannot hold a connection in this phase. Bytes that arrived after the header are returned
 // so the body stream loses nothing. Written by hand: the framing is Cuckoo's own, no library has it.
+// Aviary's analyzer puts `AVIARY-RUN <id>` before the header (src/guest-protocol/run-identity.ts):
+// it is parsed here and handed on as `run`.
 import type { Socket } from 'node:net'
+import { MAX_NETLOG_LINE } from '../../guest-protocol/netlog'
+import { isRunId, RUN_LINE_WORD } from '../../guest-protocol/run-identity'
 
 /** Cuckoo's MAX_NETLOG_LINE: a header line longer than this (without its '\n') is refused. */
-export const MAX_HEADER_LINE = 4096
+export const MAX_HEADER_LINE = MAX_NETLOG_LINE
 
 export type Header =
   | { kind: 'log' }
@@ -17,7 +21,7 @@ export class HeaderError extends Error {}
 
 const PID = /^\d{1,10}$/
 
-interface Parsed { header: Header; consumed: number }
+interface Parsed { header: Header; consumed: number; run: string | null }
 
 /** The next '\n'-terminated line from `from`, null when it has not fully arrived yet. */
 function nextLine(buf: Buffer, from: number): { line: Buffer; next: number } | null {
@@ -32,9 +36,22 @@ function nextLine(buf: Buffer, from: number): { line: Buffer; next: number } | n
 
 const printable = (b: Buffer): string => JSON.stringify(b.subarray(0, 64).toString('latin1'))
 
-/** Parses a complete header from the start of `buf`; null if more bytes are needed. Throws HeaderError. */
+/** Parses a complete header (and a run line before it) from the start of `buf`; null if more bytes are needed. Throws HeaderError. */
 export function parseHeader(buf: Buffer): Parsed | null {
   const first = nextLine(buf, 0)
+  if (first === null) return null
+  const words = first.line.toString('latin1').split(' ')
+  if (words[0] !== RUN_LINE_WORD) {
+    const parsed = parseCommand(buf, 0)
+    return parsed === null ? null : { ...parsed, run: null }
+  }
+  if (words.length !== 2 || !isRunId(words[1])) throw new HeaderError(`bad run line ${printable(first.line)}`)
+  const parsed = parseCommand(buf, first.next)
+  return parsed === null ? null : { header: parsed.header, consumed: parsed.consumed, run: words[1] }
+}
+
+function parseCommand(buf: Buffer, from: number): Omit<Parsed, 'run'> | null {
+  const first = nextLine(buf, from)
   if (first === null) return null
   const cmd = first.line.toString('latin1')
   if (cmd === 'LOG') return { header: { kind: 'log' }, consumed: first.next }
@@ -70,7 +87,7 @@ export function parseHeader(buf: Buffer): Parsed | null {
  * header is in `rest` (to be handled before further socket data). Rejects with HeaderError on a
  * malformed or late header, or when the connection ends first.
  */
-export function readHeader(socket: Socket, timeoutMs: number): Promise<{ header: Header; rest: Buffer }> {
+export function readHeader(socket: Socket, timeoutMs: number): Promise<{ header: Header; rest: Buffer; run: string | null }> {
   return new Promise((resolve, reject) => {
     let buf: Buffer = Buffer.alloc(0)
     const done = (err: Error | null, parsed?: Parsed): void => {
@@ -82,7 +99,7 @@ export function readHeader(socket: Socket, timeoutMs: number): Promise<{ header:
       if (err !== null || parsed === undefined) {
         reject(err ?? new HeaderError('no header'))
       } else {
-        resolve({ header: parsed.header, rest: buf.subarray(parsed.consumed) })
+        resolve({ header: parsed.header, rest: buf.subarray(parsed.consumed), run: parsed.run })
       }
     }
     const onData = (chunk: Buffer): void => {

@@ -196,7 +196,7 @@ describe('paths', () => {
     expect(parseHeader(Buffer.from(`FILE\n${'a'.repeat(4096)}\n`))?.header).toMatchObject({ kind: 'file', version: 1 })
     expect(() => parseHeader(Buffer.from(`FILE\n${'a'.repeat(4097)}\n`))).toThrow(HeaderError)
     expect(parseHeader(Buffer.from('FILE 2\nfiles/x\n'))).toBeNull()
-    expect(parseHeader(Buffer.from('BSON 0042\nrest'))).toEqual({ header: { kind: 'bson', pid: '42' }, consumed: 10 })
+    expect(parseHeader(Buffer.from('BSON 0042\nrest'))).toEqual({ header: { kind: 'bson', pid: '42' }, consumed: 10, run: null })
   })
 })
 

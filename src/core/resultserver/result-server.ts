@@ -28,7 +28,21 @@ import { FileSink, LogLineSink, TaskBudget } from './sinks'
 export interface ResultServerLimits { uploadMaxSize: number; taskMaxSize: number } // bytes per file / per task
 /** `bytes` stored (without the marker); `truncated`: bytes were dropped by the per-file or the task cap. */
 export interface UploadInfo { path: string; bytes: number; truncated: boolean } // path relative to the task folder
-export interface TaskRegistration { taskId: number; dir: string; onLogLine?: (line: string) => void; onUpload?: (u: UploadInfo) => void }
+export interface TaskRegistration {
+  taskId: number
+  dir: string
+  /**
+   * This run's id when its analyzer opens every connection with it (Aviary's): a connection that
+   * names another run, or none, is refused (an analyzer left from an earlier task on this guest).
+   */
+  run?: string | null
+  onLogLine?: (line: string) => void
+  onUpload?: (u: UploadInfo) => void
+  /** A connection was refused because of its run line; `why` says so in words. */
+  onRefused?: (why: string) => void
+  /** The task reached taskMaxSize: nothing more is stored. */
+  onCapReached?: (capBytes: number) => void
+}
 
 export interface ResultServerOptions {
   limits: ResultServerLimits
@@ -149,6 +163,11 @@ export class ResultServer {
       budget: new TaskBudget(this.o.limits.taskMaxSize, () => {
         this.o.log.warn(`task ${reg.taskId} (${ip}) reached its cap of ${this.o.limits.taskMaxSize} bytes: storing stopped, connections closed`)
         for (const c of t.conns) this.cut(c)
+        try {
+          reg.onCapReached?.(this.o.limits.taskMaxSize)
+        } catch {
+          // The consumer's failure must not look like the guest's.
+        }
       })
     }
     this.tasks.set(ip, t)
@@ -222,11 +241,23 @@ export class ResultServer {
 
   private async serve(t: TaskState, conn: Conn): Promise<void> {
     const { socket } = conn
-    const { header, rest } = await readHeader(socket, this.headerTimeoutMs)
+    const { header, rest, run } = await readHeader(socket, this.headerTimeoutMs)
     conn.phase = 'opening'
     // The task may have ended (or hit its cap) while the header trickled in.
     if (this.tasks.get(t.ip) !== t) throw new Refused('the task is no longer registered')
     if (t.budget.exceeded) throw new Refused('the task is over its cap')
+    const want = t.reg.run ?? null
+    if (want !== null && run !== want) {
+      const why = run === null
+        ? `a ${header.kind.toUpperCase()} connection that names no run (this run's analyzer names it)`
+        : `a ${header.kind.toUpperCase()} connection of another run (${run.slice(0, 8)}…), an analyzer left from an earlier task`
+      try {
+        t.reg.onRefused?.(why)
+      } catch {
+        // The consumer's failure must not look like the guest's.
+      }
+      throw new Refused(`refused ${why}`)
+    }
     if (rest.length > 0) socket.unshift(rest)
     socket.setTimeout(this.idleTimeoutMs, () => {
       this.warn(t, `task ${t.reg.taskId} (${t.ip}): no data for ${this.idleTimeoutMs} ms; connection closed`)

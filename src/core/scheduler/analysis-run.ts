@@ -1,7 +1,8 @@
 // One task on one machine, from the locked machine to `completed` (shared/ARCHITECTURE.md, "data
 // flow of one task"), in the order Cuckoo 2's AnalysisManager does it: analysis folder → result
 // server learns the guest's IP → capture → revert and start the VM → screenshots → the agent
-// (analyzer, config, sample, start) → wait for completion or the critical timeout → then, always:
+// (analyzer, config, sample, start; guest-phase.ts, under one deadline) → wait for completion or
+// the critical timeout → then, always:
 // screenshots and capture stopped, memory dumped if asked, VM stopped, guest unregistered,
 // machine unlocked, task completed or failed with the reason. Every stage goes to the timeline.
 import path from 'node:path'
@@ -13,19 +14,16 @@ import type { MachineRow } from '../db/machines.repository'
 import type { TimelineStage } from '../../shared/api/schemas'
 import type { Sample } from '../../shared/api/schemas'
 import type { DriverMachine, MachineDriver } from '../machinery/driver'
-import { GuestSession, type GuestStartSpec } from '../guest/guest-session'
+import type { GuestStartSpec } from '../guest/guest-session'
+import { analyzerTagsRun } from '../guest/analyzer-zip'
+import { AgentError } from '../guest/agent-http'
+import { GuestPhase, type Ending } from './guest-phase'
+import { AGENT_PORT } from '../../guest-protocol/agent-api'
 import { startCapture, type Capture } from '../capture/tcpdump'
 import { startScreenshots } from '../capture/screenshots'
 import { prepareAnalysisFolder, rebootFiles, writeTaskJson } from './analysis-folder'
 import { TaskLog } from './task-log'
 import type { RunnerDeps } from './run-deps'
-
-const AGENT_PORT = 8000
-
-type Ending =
-  | { kind: 'completed' }
-  | { kind: 'failed'; reason: string }
-  | { kind: 'interrupted' }
 
 export class AnalysisRun {
   private log!: TaskLog
@@ -37,6 +35,8 @@ export class AnalysisRun {
   private captureLater = false
   private shots: { stop(): Promise<number> } | null = null
   private vmStarted = false
+  /** The guest's part of the run, once the machine is being started. */
+  private phase: GuestPhase | null = null
   private readonly dm: DriverMachine
   private driver!: MachineDriver
 
@@ -72,7 +72,7 @@ export class AnalysisRun {
       await this.writeTaskJson()
       ending = await this.analyze(sample)
     } catch (err) {
-      ending = this.signal.aborted ? { kind: 'interrupted' } : { kind: 'failed', reason: message(err) }
+      ending = this.signal.aborted ? { kind: 'interrupted' } : { kind: 'failed', reason: failure(err) }
     }
     await this.teardown()
     this.finish(ending)
@@ -87,11 +87,21 @@ export class AnalysisRun {
       throw new Error(`the result server cannot listen on ${m.resultserver_ip}:${m.resultserver_port}: ${message(err)} ` +
         `(is the machines' network up? run aviary doctor)`)
     })
+    const analyzer = this.analyzerFolder()
+    const phase = new GuestPhase({
+      ip: m.ip, log: this.log, signal: this.signal, stage: (st, msg) => this.stage(st, msg), note: (msg) => this.note(msg),
+      errors: this.errors, guestStatus: (st) => this.d.guests.setStatus(this.guestId!, st),
+      timelineError: (msg) => this.d.timeline.add(this.id, 'error', msg)
+    })
+    this.phase = phase
     this.d.resultServer.addTask(m.ip, {
       taskId: this.id,
       dir: this.d.layout.analysis(this.id),
+      run: (await analyzerTagsRun(analyzer.dir)) ? phase.runId : null,
       onLogLine: (line) => this.log.guest(line),
-      onUpload: (u) => this.log.info(`received ${u.path} (${u.bytes} bytes${u.truncated ? ', truncated' : ''})`)
+      onUpload: (u) => this.log.info(`received ${u.path} (${u.bytes} bytes${u.truncated ? ', truncated' : ''})`),
+      onRefused: (why) => phase.foreign(`the result server refused ${why}`),
+      onCapReached: (cap) => phase.capReached(cap)
     })
     this.registered = true
     // tcpdump takes a moment to start listening; the revert does not wait for it, the agent does:
@@ -118,47 +128,22 @@ export class AnalysisRun {
     }
 
     const timeout = this.task.timeout || s.timeouts.default
-    const limitMs = (timeout + s.timeouts.critical) * 1000
     if (this.dm.options.includes('noagent')) {
       await sleep(timeout * 1000, undefined, { signal: this.signal })
       this.stage('finished', 'noagent machine: ran for the timeout')
       return { kind: 'completed' }
     }
     await this.captureStarting
-    this.d.guests.setStatus(this.guestId, 'starting')
-    const session = new GuestSession({ ip: m.ip, port: AGENT_PORT, log: (msg) => this.log.info(msg) })
-    await session.waitAvailable({ timeoutMs: limitMs, signal: this.signal })
-    this.stage('agent_answered', `${m.ip}:${AGENT_PORT}`)
-    const info = await session.start(await this.startSpec(sample, timeout, rsPort), this.signal).catch((err: unknown) => {
-      if (this.guestId !== null) this.d.guests.setStatus(this.guestId, 'failed')
-      throw err
-    })
-    this.stage('analyzer_started', `${info.kind} agent${info.version ? ` ${info.version}` : ''}`)
-    this.d.guests.setStatus(this.guestId, 'running')
-    const result = await session.waitForCompletion({
-      timeoutMs: limitMs, signal: this.signal, onRunning: () => this.stage('sample_running', null)
-    })
-    switch (result.outcome) {
-      case 'complete':
-        this.stage('finished', result.description)
-        return { kind: 'completed' }
-      case 'exception':
-      case 'failed':
-        this.stage('finished', `the analyzer reported ${result.outcome}: ${result.description ?? 'no description'}`)
-        this.errors.push(`the analyzer reported ${result.outcome}: ${result.description ?? 'no description'}`)
-        return { kind: 'completed' }
-      case 'aborted':
-        return { kind: 'interrupted' }
-      case 'timeout':
-        this.stage('timed_out', `no completion within ${timeout} + ${s.timeouts.critical} s`)
-        return { kind: 'failed', reason: `critical timeout: the analysis did not complete within its timeout (${timeout} s) ` +
-          `plus the critical timeout (${s.timeouts.critical} s); the machine was stopped` }
-    }
+    return phase.run({ timeout, critical: s.timeouts.critical, spec: () => this.startSpec(sample, timeout, rsPort, analyzer) })
   }
 
-  private async startSpec(sample: Sample | undefined, timeout: number, rsPort: number): Promise<GuestStartSpec> {
-    const t = this.task
+  private analyzerFolder(): GuestStartSpec['analyzer'] {
     const analyzer = this.d.settings().analyzers[this.machine.platform]
+    return analyzer ? { dir: analyzer.path, monitor: analyzer.monitor } : { dir: this.d.analyzerDir, monitor: null }
+  }
+
+  private async startSpec(sample: Sample | undefined, timeout: number, rsPort: number, analyzer: GuestStartSpec['analyzer']): Promise<GuestStartSpec> {
+    const t = this.task
     const reboot = t.package === 'reboot' && t.custom !== null && /^\d+$/.test(t.custom)
     return {
       taskId: t.id,
@@ -174,9 +159,11 @@ export class AnalysisRun {
       clock: t.clock !== t.added_on ? new Date(t.clock.replace(' ', 'T')) : new Date(),
       ...(sample ? { file: { name: path.basename(t.target), type: sample.file_type, peExports: [], localPath: t.target } } : {}),
       resultserver: { ip: this.machine.resultserver_ip, port: rsPort },
-      analyzer: analyzer ? { dir: analyzer.path, monitor: analyzer.monitor } : { dir: this.d.analyzerDir, monitor: null },
+      analyzer,
       pushFiles: reboot ? await rebootFiles(this.d.layout, Number(t.custom)) : [],
-      platform: this.machine.platform
+      platform: this.machine.platform,
+      // attempts counts claims; a clean stop gives its attempt back, so a second one means a crash.
+      earlierRunMayLive: !this.driver.capabilities.snapshots && this.d.queue.attempts(t.id) > 1
     }
   }
 
@@ -219,6 +206,10 @@ export class AnalysisRun {
         await this.driver.dumpMemory(this.dm, file)
         this.stage('memory_dumped', `${(await stat(file)).size} bytes`)
       })
+    }
+    if (this.phase !== null && !this.driver.capabilities.snapshots) {
+      // Never reverted: what this run left running in the guest is ended now (Aviary's agent).
+      await this.step('ending the analysis in the guest', () => this.phase!.endInGuest())
     }
     if (this.vmStarted) {
       if (this.guestId !== null) this.d.guests.setStatus(this.guestId, 'stopping')
@@ -271,4 +262,9 @@ export class AnalysisRun {
 function message(err: unknown): string {
   if (err instanceof Error) return err.name === 'AbortError' ? 'interrupted' : err.message
   return String(err)
+}
+
+/** A run's failure reason: an agent's answer that no agent gives is named as such. */
+function failure(err: unknown): string {
+  return err instanceof AgentError && err.kind === 'misbehaved' ? `the agent misbehaved: ${err.message}` : message(err)
 }
