@@ -128,6 +128,29 @@ describe('task management', () => {
     expect((await h.json(`/tasks/reschedule/${id}/7`)).status).toBe(400)
   })
 
+  it('refuses to reschedule a task rescheduled already, or running, saying why (409), and queues nothing', async () => {
+    const id = await createUrl('http://example.com/twice')
+    const first = await h.json<{ task_id: number }>(`/tasks/reschedule/${id}`)
+    expect(first.status).toBe(200)
+    const total = async () => (await list('/tasks/list')).length
+    const before = await total()
+    expect(await h.json(`/tasks/reschedule/${id}`)).toMatchObject({
+      status: 409,
+      body: {
+        message: `id: task ${id} cannot be rescheduled: it was rescheduled already (status recovered); reschedule its copy instead ` +
+          '(a task cannot go from recovered to recovered)',
+        code: 'AVIARY_TASK_STATE'
+      }
+    })
+    expect(await h.json(`/v1/tasks/reschedule/${ids[1]}/2`)).toMatchObject({
+      status: 409, body: { message: expect.stringMatching(/^id: task \d+ cannot be rescheduled: its analysis is running; /) }
+    })
+    expect((await h.json<{ task: T }>(`/tasks/view/${ids[1]}`)).body.task.status).toBe('running')
+    expect(await total()).toBe(before)
+    // the copy is the task to reschedule
+    expect((await h.json(`/tasks/reschedule/${first.body.task_id}`)).status).toBe(200)
+  })
+
   it('reboots a file task; refuses URL tasks and missing files', async () => {
     const a = await h.post('/tasks/create/file', form({}, [{ name: 'r.exe', data: 'reboot me' }]))
     const id = a.body.task_id as number

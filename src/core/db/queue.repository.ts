@@ -1,10 +1,13 @@
 // The scheduler's SQL: the pending queue, claiming a task together with a machine, finishing,
-// re-queueing, and the errors a task carries while it waits. Which status may follow which is the
-// scheduler's pure transition table (scheduler/transitions.ts); every update here is conditional
-// on the status the caller expects, so a task rescheduled or deleted meanwhile is never overwritten.
+// re-queueing, the errors a task carries while it waits, and the processor's claims. Status
+// changes go through TaskMoves (task-moves.ts), which checks them against the transition table
+// (scheduler/transitions.ts) and writes only while the task is in the status the caller expects,
+// so a task rescheduled or deleted meanwhile is never overwritten.
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
 import { now } from '../../shared/time'
+import { TaskMoves } from './task-moves'
+import { ProcessingClaims } from './processing-claims'
 
 /** What the scheduler needs of a pending task to choose a machine for it. */
 export interface QueuedTask {
@@ -19,12 +22,15 @@ export interface QueuedTask {
 export class QueueRepository {
   private readonly pendingStmt
   private readonly queuedStmt
-  private readonly claimTask
+  private readonly moves: TaskMoves
+  private readonly claims: ProcessingClaims
   private readonly lockMachine
   private readonly errorsStmt
   private readonly setErrorsStmt
 
   constructor(private readonly db: Db) {
+    this.moves = TaskMoves.of(db)
+    this.claims = ProcessingClaims.of(db)
     // Priority, then age (ids grow with age): the tasks_queue index serves this order.
     this.pendingStmt = db.prepare<[], QueuedTask>(
       `SELECT id, machine, platform, tags, priority, errors FROM tasks
@@ -32,10 +38,6 @@ export class QueueRepository {
     )
     this.queuedStmt = db.prepare<[number], QueuedTask>(
       `SELECT id, machine, platform, tags, priority, errors FROM tasks WHERE id = ? AND status = 'pending'`
-    )
-    this.claimTask = db.prepare(
-      `UPDATE tasks SET status = 'running', started_on = @now, completed_on = NULL, attempts = attempts + 1
-       WHERE id = @id AND status = 'pending'`
     )
     this.lockMachine = db.prepare(
       `UPDATE machines SET locked = 1, locked_changed_on = @now WHERE id = @machineId AND locked = 0 AND configured = 1`
@@ -64,7 +66,7 @@ export class QueueRepository {
       return this.db.transaction(() => {
         const at = now()
         if (this.lockMachine.run({ machineId, now: at }).changes !== 1) return false
-        if (this.claimTask.run({ id: taskId, now: at }).changes !== 1) throw new ClaimLost()
+        if (!this.moves.move(taskId, 'pending', 'running', { started: true })) throw new ClaimLost()
         const errors = this.errors(taskId).filter((e) => !e.startsWith(dropErrorPrefix))
         this.setErrorsStmt.run(JSON.stringify(errors), taskId)
         return true
@@ -75,16 +77,12 @@ export class QueueRepository {
     }
   }
 
-  /** Moves a task from one status to another; false when it was not in `from` any more. */
+  /**
+   * Moves a task from one status to another; false when it was not in `from` any more. A move the
+   * transition table does not have throws IllegalTransition (TaskMoves.move).
+   */
   move(id: number, from: TaskStatus, to: TaskStatus, opts: { completed?: boolean; requeue?: boolean; refund?: boolean } = {}): boolean {
-    const sets = ['status = @to']
-    if (opts.completed) sets.push('completed_on = @now')
-    if (opts.requeue) sets.push('started_on = NULL', 'completed_on = NULL')
-    // An attempt the service itself cut short (a clean stop) does not count against the task.
-    if (opts.refund) sets.push('attempts = max(attempts - 1, 0)')
-    const info = this.db.prepare(`UPDATE tasks SET ${sets.join(', ')} WHERE id = @id AND status = @from`)
-      .run({ id, from, to, now: now() })
-    return info.changes === 1
+    return this.moves.move(id, from, to, opts)
   }
 
   errors(id: number): string[] {
@@ -109,11 +107,26 @@ export class QueueRepository {
     ).all()
   }
 
-  /** The oldest task that finished its analysis and waits for processing (or a rereport). */
+  /** The oldest task that finished its analysis (or was re-reported) and nobody processes yet. */
   nextCompleted(): number | undefined {
     return this.db.prepare<[], number>(
-      `SELECT id FROM tasks WHERE status = 'completed' ORDER BY completed_on, id LIMIT 1`
+      `SELECT id FROM tasks WHERE status = 'completed' AND processing IS NULL ORDER BY completed_on, id LIMIT 1`
     ).pluck().get()
+  }
+
+  /** Claims a completed task for processing by `instance`; false if it is gone, moved on or claimed. */
+  claimProcessing(id: number, instance: string): boolean {
+    return this.claims.claim(id, instance)
+  }
+
+  /** Ends the processing claim (after the last write into the task's folder). */
+  releaseProcessing(id: number): void {
+    this.claims.release(id)
+  }
+
+  /** Clears processing claims left by a process that is gone; returns how many. */
+  clearStaleProcessing(): number {
+    return this.claims.clearStale()
   }
 
   attempts(id: number): number {

@@ -7,6 +7,7 @@ import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openDatabase, type Db } from './database'
 import { TaskSearch, searchName } from './task-search'
+import { TaskMoves } from './task-moves'
 
 describe('TaskSearch', () => {
   let dir: string
@@ -18,6 +19,13 @@ describe('TaskSearch', () => {
   const find = (q: string, statuses?: ('pending' | 'reported')[]) =>
     search.search({ q, statuses, offset: 0, limit: 100, order: 'asc' })
   const nextTurn = () => new Promise((r) => setImmediate(r))
+  /** pending → … → reported, through TaskMoves: on this connection a status changes no other way. */
+  const report = (id: number) => {
+    const moves = TaskMoves.of(db)
+    moves.move(id, 'pending', 'running')
+    moves.move(id, 'running', 'completed')
+    moves.move(id, 'completed', 'reported')
+  }
 
   beforeEach(() => {
     dir = mkdtempSync(path.join(tmpdir(), 'aviary-search-'))
@@ -39,10 +47,11 @@ describe('TaskSearch', () => {
     expect(find('alpha')).toEqual({ ids: [a], total: 1 }) // first use: loads
     const b = insert('/u/x/beta.exe')
     expect(find('.exe').ids).toEqual([a, b])
-    db.prepare(`UPDATE tasks SET status = 'reported' WHERE id = ?`).run(b)
+    report(b)
     expect(find('', ['reported']).ids).toEqual([b])
     expect(() => db.transaction(() => {
-      db.prepare(`UPDATE tasks SET status = 'reported', target = '/u/x/gamma.exe' WHERE id = ?`).run(a)
+      report(a)
+      db.prepare(`UPDATE tasks SET target = '/u/x/gamma.exe' WHERE id = ?`).run(a)
       throw new Error('rolled back')
     })()).toThrow('rolled back')
     expect(find('', ['reported']).ids).toEqual([b])

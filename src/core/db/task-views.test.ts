@@ -7,12 +7,21 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { openDatabase, type Db } from './database'
 import { TasksRepository, type NewTask } from './tasks.repository'
+import { TaskMoves } from './task-moves'
 
 const task = (target: string): NewTask => ({
   category: 'url', target, sample_id: null, package: null, timeout: 0, priority: 1, options: null, machine: null,
   platform: null, tags: [], custom: null, owner: '', memory: false, enforce_timeout: false, clock: null, submit_id: null, errors: []
 })
 const turn = () => new Promise((r) => setImmediate(r))
+/** pending → running → completed → reported through this connection (the only way a status changes). */
+const report = (db: Db, id: number) => {
+  const moves = TaskMoves.of(db)
+  if (moves.status(id) !== 'pending') return
+  moves.move(id, 'pending', 'running', { started: true })
+  moves.move(id, 'running', 'completed', { completed: true })
+  moves.move(id, 'completed', 'reported')
+}
 const view = (repo: TasksRepository, id: number) => JSON.parse(repo.viewBody(id)!.toString()).task as Record<string, unknown>
 const statsOf = (repo: TasksRepository) =>
   (repo as unknown as { views: { stats(): { bytes: number; slabs: number } } }).views.stats()
@@ -37,7 +46,7 @@ describe('task views', () => {
     expect(list(repo).map((t) => t.id)).toEqual(ids)
     expect(view(repo, ids[0]!).status).toBe('pending')
     // through this connection: the update trigger refreshes task_json and drops the cached copy
-    db.prepare(`UPDATE tasks SET status = 'reported', completed_on = '2026-01-01 00:00:00' WHERE id = ?`).run(ids[0])
+    report(db, ids[0]!)
     expect(view(repo, ids[0]!).status).toBe('reported')
     expect(list(repo).map((t) => t.id)).toEqual([ids[1], ids[2], ids[0]])
     repo.delete(ids[1]!)
@@ -133,8 +142,8 @@ describe('task views', () => {
         expect(repo.viewBody(id)!.toString()).toBe(`{"task":${oracleOne.get(id)}}`)
       } else if (op < 93) {
         const id = ids[rand(ids.length)]!
-        db.prepare(`UPDATE tasks SET status = 'reported', completed_on = ? WHERE id = ?`)
-          .run(`2026-01-01 00:00:${String(rand(60)).padStart(2, '0')}`, id)
+        report(db, id)
+        db.prepare(`UPDATE tasks SET completed_on = ? WHERE id = ?`).run(`2026-01-01 00:00:${String(rand(60)).padStart(2, '0')}`, id)
       } else if (op < 97) {
         repo.delete(ids[rand(ids.length)]!)
       } else {

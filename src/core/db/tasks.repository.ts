@@ -1,9 +1,14 @@
-// Tasks: rows, counters and the state changes the API asks for. The scheduler's transitions
-// arrive with the engine; every write goes through here.
+// Tasks: rows, counters, and the changes the API asks for (insert, delete, reschedule, rereport).
+// Not every write of a task is here: the scheduler, the runs, recovery and the processor write
+// through QueueRepository (status, errors, processing claims), processing's scores go through
+// TaskScores (task-search.ts). Every change of a status, from here or there, is made by TaskMoves
+// (task-moves.ts), which checks it against the transition table; the database refuses any other.
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
 import { now } from '../../shared/time'
 import { LIST_ORDER, TaskViews, type Alloc } from './task-views'
+import { TaskMoves } from './task-moves'
+import { ProcessingClaims } from './processing-claims'
 
 export interface TaskRow {
   id: number
@@ -77,11 +82,15 @@ export class TasksRepository {
   private readonly countsStmt
   private readonly listCache = new Map<string, import('better-sqlite3').Statement<unknown[], number>>()
   private readonly views: TaskViews
+  private readonly moves: TaskMoves
+  private readonly claims: ProcessingClaims
 
   /** `jsonCacheBytes` bounds the memory spent on serialized tasks kept for the API. */
   constructor(db: Db, jsonCacheBytes: number) {
     this.db = db
     this.views = new TaskViews(db, jsonCacheBytes)
+    this.moves = TaskMoves.of(db)
+    this.claims = ProcessingClaims.of(db)
     this.getStmt = db.prepare<[number], TaskRow>('SELECT * FROM tasks WHERE id = ?')
     this.insertStmt = db.prepare(
       `INSERT INTO tasks (category, target, sample_id, package, timeout, priority, options, machine, platform,
@@ -100,6 +109,11 @@ export class TasksRepository {
 
   get(id: number): TaskRow | undefined {
     return this.getStmt.get(id)
+  }
+
+  /** Whether the task exists: its results are served only while it does. */
+  exists(id: number): boolean {
+    return this.moves.status(id) !== undefined
   }
 
   /** The /tasks/view body of a task, {"task":<json>}, already serialized (task_json). */
@@ -164,30 +178,42 @@ export class TasksRepository {
     return this.countsStmt.get() as StatusCounts
   }
 
-  /** Reschedule: the old task becomes `recovered` and a pending copy takes its place, at once. */
-  reschedule(id: number, copy: NewTask): number {
+  /**
+   * Reschedule: the old task becomes `recovered` and a pending copy takes its place, at once.
+   * Undefined when there is no such task; IllegalTransition (nothing written) when its status
+   * cannot become `recovered` (it is running, or was rescheduled already).
+   */
+  reschedule(id: number, copy: NewTask): number | undefined {
     return this.db.transaction(() => {
-      this.db.prepare(`UPDATE tasks SET status = 'recovered' WHERE id = ?`).run(id)
+      const from = this.moves.status(id)
+      if (from === undefined) return undefined
+      if (!this.moves.move(id, from, 'recovered')) return undefined
       return this.insert(copy)
     })()
   }
 
   /** reported → completed, so processing and reporting run again; false for any other status. */
   rereport(id: number): boolean {
-    const info = this.db
-      .prepare(`UPDATE tasks SET status = 'completed', completed_on = ? WHERE id = ? AND status = 'reported'`)
-      .run(now(), id)
-    return info.changes === 1
+    return this.moves.move(id, 'reported', 'completed', { completed: true })
   }
 
-  /** Deletes the row unless the task is running; says which happened. */
-  deleteUnlessRunning(id: number): 'deleted' | 'running' | 'missing' {
+  /**
+   * Deletes the row unless the task is running or being processed; says which happened. Once the
+   * row is gone the processor cannot claim the task, so nothing writes into its folder after.
+   */
+  deleteUnlessBusy(id: number): 'deleted' | 'running' | 'processing' | 'missing' {
     return this.db.transaction(() => {
-      const row = this.db.prepare<[number], { status: string }>('SELECT status FROM tasks WHERE id = ?').get(id)
-      if (!row) return 'missing'
-      if (row.status === 'running') return 'running'
+      const status = this.moves.status(id)
+      if (status === undefined) return 'missing'
+      if (status === 'running') return 'running'
+      if (this.claims.isHeld(id)) return 'processing'
       this.delete(id)
       return 'deleted'
     })()
+  }
+
+  /** Resolves when no processing of the task is under way (at once if none is). */
+  processed(id: number): Promise<void> {
+    return this.claims.released(id)
   }
 }

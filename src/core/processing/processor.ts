@@ -3,7 +3,9 @@
 // `failed_processing` with the reason in its errors. Event-driven like the scheduler: a task
 // change wakes it; at start it picks up what a previous process left completed but unreported
 // (processing is idempotent: it rewrites reports/ from what the run collected, which it never
-// touches).
+// touches). A task is claimed (tasks.processing) before anything of it is read and released after
+// the last write: a delete waits for the release, and a deleted task cannot be claimed, so
+// processing never writes into the folder of a deleted task (db/processing-claims.ts).
 import path from 'node:path'
 import { readFile, realpath } from 'node:fs/promises'
 import type { StorageLayout } from '../storage/layout'
@@ -30,6 +32,9 @@ export interface ProcessorDeps {
   /** Where the score goes for task lists (db/task-search.ts). */
   scores?: { set(id: number, score: number | null): void }
 }
+
+/** What tasks.processing names while this process processes a task (Cuckoo 2: the instance). */
+export const PROCESSING_INSTANCE = `aviary:${process.pid}`
 
 export class Processor {
   private busy: Promise<void> | null = null
@@ -68,6 +73,17 @@ export class Processor {
   }
 
   async processOne(id: number): Promise<void> {
+    const d = this.d
+    // The claim needs the task's row, still completed: a task deleted or moved on meanwhile is skipped.
+    if (!d.queue.claimProcessing(id, PROCESSING_INSTANCE)) return
+    try {
+      await this.processClaimed(id)
+    } finally {
+      d.queue.releaseProcessing(id)
+    }
+  }
+
+  private async processClaimed(id: number): Promise<void> {
     const d = this.d
     const started = Date.now()
     d.timeline.add(id, 'processing', null)

@@ -3,8 +3,10 @@
 // once — a crash of the host is rarely the sample's doing, and the analyst gets a result without
 // asking — and fails with the reason if it was already the second attempt, so a sample that kills
 // the host (or a bug it triggers) cannot loop forever. Locks are released, open guest rows
-// closed, and machines that were in use are powered off in the background so the next run starts
-// from a clean state.
+// closed, machines that were in use are powered off in the background so the next run starts
+// from a clean state, and processing claims (tasks.processing) of the dead process are cleared so
+// the processor takes those tasks up again. Status moves go through QueueRepository.move, that is
+// TaskMoves (db/task-moves.ts) and its transition table.
 import type { QueueRepository } from '../db/queue.repository'
 import type { MachineRow, MachinesRepository } from '../db/machines.repository'
 import type { GuestsRepository } from '../db/guests.repository'
@@ -22,12 +24,16 @@ export interface Recovered {
   failed: number[]
   /** Machines that were locked when the previous process died: stop them before use. */
   wereLocked: MachineRow[]
+  /** Tasks whose processing the previous process had claimed (they are processed again). */
+  processingCleared: number
 }
 
 export const MAX_ATTEMPTS = 2
 
 export function recoverAfterRestart(d: RecoveryDeps): Recovered {
-  const out: Recovered = { requeued: [], failed: [], wereLocked: d.machines.unlockAll() }
+  const out: Recovered = {
+    requeued: [], failed: [], wereLocked: d.machines.unlockAll(), processingCleared: d.queue.clearStaleProcessing()
+  }
   d.guests.stopAllOpen()
   for (const { id, attempts } of d.queue.running()) {
     if (attempts < MAX_ATTEMPTS) {

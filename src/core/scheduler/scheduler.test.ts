@@ -185,7 +185,7 @@ describe('scheduler', () => {
     expect(queue.claim(t1, m.id, 'unschedulable: ')).toBe(true)
     expect(queue.claim(t2, m.id, 'unschedulable: ')).toBe(false)
     machines.unlock(m.id)
-    db.prepare(`UPDATE tasks SET status = 'recovered' WHERE id = ?`).run(t2)
+    expect(queue.move(t2, 'pending', 'recovered')).toBe(true) // rescheduled meanwhile
     expect(queue.claim(t2, m.id, 'unschedulable: ')).toBe(false)
     expect(machines.findByName('a')!.locked).toBe(0) // the lock was rolled back with the claim
   })

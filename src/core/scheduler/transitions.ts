@@ -1,20 +1,24 @@
-// Task states as Cuckoo 2 has them, and which may follow which: the one table the engine's moves
-// are checked against. The API's own moves (reschedule → recovered, rereport → completed) are
-// in it too, so a reader sees every way a task can go in one place.
+// Task states as Cuckoo 2 has them, and which may follow which. This table is the rule: every
+// change of a task's status is made by TaskMoves.move (db/task-moves.ts), which refuses a move
+// that is not listed here (and a test checks that no other code writes a status). The API's moves (reschedule → recovered, rereport → completed)
+// are here too, so a reader sees every way a task can go in one place.
 import type { TaskStatus } from '../../shared/api/schemas'
 
 export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
   // picked by the scheduler; reschedule marks the old task recovered
   pending: ['running', 'recovered'],
-  // the run ended (completed, or failed with a reason); interrupted or recovered after a crash
-  // it is queued again (pending); rescheduled meanwhile it becomes recovered
-  running: ['completed', 'failed_analysis', 'pending', 'recovered'],
-  // processing and reporting (the reports issue) move it on
+  // the run ended (completed, or failed with a reason); interrupted, or cut off by a crash, it is
+  // queued again (pending). Not `recovered`: a task stops being `running` only when its run has
+  // ended, else the old task could be deleted while the run still writes into its folder.
+  running: ['completed', 'failed_analysis', 'pending'],
+  // processing and reporting move it on
   completed: ['reported', 'failed_processing', 'failed_reporting', 'recovered'],
+  // rereport sends it back to processing
   reported: ['completed', 'recovered'],
   failed_analysis: ['recovered'],
   failed_processing: ['completed', 'recovered'],
   failed_reporting: ['completed', 'recovered'],
+  // rescheduled already: its copy is the task to reschedule
   recovered: []
 }
 
@@ -23,7 +27,7 @@ export function canMove(from: TaskStatus, to: TaskStatus): boolean {
 }
 
 export class IllegalTransition extends Error {
-  constructor(from: TaskStatus, to: TaskStatus) {
+  constructor(readonly from: TaskStatus, readonly to: TaskStatus) {
     super(`a task cannot go from ${from} to ${to}`)
   }
 }

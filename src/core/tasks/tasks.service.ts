@@ -3,11 +3,12 @@
 import { rm, stat } from 'node:fs/promises'
 import { ApiError, badRequest, taskNotFound } from '../errors'
 import { ErrorCodes } from '../../shared/errors'
-import { TASK_STATUSES } from '../../shared/api/schemas'
+import { TASK_STATUSES, type TaskStatus } from '../../shared/api/schemas'
 import { formatDatetime } from '../../shared/time'
 import type { TasksRepository, TaskRow, NewTask } from '../db/tasks.repository'
 import type { Alloc } from '../db/task-views'
 import type { StorageLayout } from '../storage/layout'
+import { IllegalTransition } from '../scheduler/transitions'
 
 export interface ListQuery {
   limit?: number | undefined
@@ -45,23 +46,51 @@ export class TasksService {
     }, alloc)
   }
 
-  /** Deletes the task and its analysis folder; a running task is refused (500, as specified). */
+  /**
+   * Deletes the task and its analysis folder; a running task is refused (500, as specified). A
+   * task being processed is deleted when its processing ends: the request waits for it, since
+   * Cuckoo's clients expect 200, 404 or 500 from a delete and nothing else. Once the row is gone the
+   * processor cannot start on the task, so nothing writes into the folder after it is removed.
+   */
   async delete(id: number): Promise<void> {
-    const outcome = this.tasks.deleteUnlessRunning(id)
-    if (outcome === 'missing') throw taskNotFound()
-    if (outcome === 'running') {
-      throw new ApiError(500, 'The task is currently being processed, cannot delete', ErrorCodes.TASK_RUNNING)
+    for (;;) {
+      const outcome = this.tasks.deleteUnlessBusy(id)
+      if (outcome === 'deleted') break
+      if (outcome === 'missing') throw taskNotFound()
+      if (outcome === 'running') {
+        throw new ApiError(500, 'The task is currently being processed, cannot delete', ErrorCodes.TASK_RUNNING)
+      }
+      // Processing: try again once it has ended (a second delete may have won meanwhile: 404).
+      await this.tasks.processed(id)
     }
-    await rm(this.layout.analysis(id), { recursive: true, force: true })
+    await rm(this.layout.analysis(id), { recursive: true, force: true, maxRetries: 3 }).catch((err: NodeJS.ErrnoException) => {
+      // The cause's code only: its message names a server path.
+      const why = err.code ?? 'error'
+      throw new ApiError(500, `The task was deleted, but its analysis folder could not be removed (${why})`, ErrorCodes.INTERNAL)
+    })
   }
 
-  /** The old task becomes `recovered`; a pending copy is queued. Returns the new id. */
+  /**
+   * The old task becomes `recovered`; a pending copy is queued. Returns the new id. Refused (409)
+   * when the task's status cannot become `recovered` (transition table): a running task, whose run
+   * still writes into its folder, or a task rescheduled already.
+   */
   reschedule(id: number, priority: number | undefined): number {
     const row = this.tasks.get(id)
-    if (!row) throw new ApiError(404, 'There is no analysis with the specified ID', ErrorCodes.TASK_NOT_FOUND)
+    const missing = () => new ApiError(404, 'There is no analysis with the specified ID', ErrorCodes.TASK_NOT_FOUND)
+    if (!row) throw missing()
     const copy = copyOf(row)
     if (priority) copy.priority = priority
-    return this.tasks.reschedule(id, copy)
+    let newId: number | undefined
+    try {
+      newId = this.tasks.reschedule(id, copy)
+    } catch (err) {
+      if (!(err instanceof IllegalTransition)) throw err
+      const why = RESCHEDULE_REFUSED[err.from] ?? `it is ${err.from}`
+      throw new ApiError(409, `id: task ${id} cannot be rescheduled: ${why} (${err.message})`, ErrorCodes.TASK_STATE)
+    }
+    if (newId === undefined) throw missing()
+    return newId
   }
 
   /** A new task that analyzes the same file again after a reboot of the guest. */
@@ -98,6 +127,12 @@ export class TasksService {
   exists(id: number): boolean {
     return this.tasks.get(id) !== undefined
   }
+}
+
+/** Why a status cannot be rescheduled, in the client's terms. */
+const RESCHEDULE_REFUSED: Partial<Record<TaskStatus, string>> = {
+  running: 'its analysis is running; reschedule it when the analysis has ended',
+  recovered: 'it was rescheduled already (status recovered); reschedule its copy instead'
 }
 
 function copyOf(r: TaskRow): NewTask {

@@ -47,7 +47,7 @@ export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
   for (const url of withV1('/tasks/delete/:id')) {
     app.get(url, {
       schema: {
-        tags, summary: 'Delete a task and its results (refused while it runs)', params: TaskIdParams,
+        tags, summary: 'Delete a task and its results (refused while it runs; waits for its processing to end)', params: TaskIdParams,
         response: { 200: Type.Object({ status: Type.String() }), ...e404, 500: ErrorBody }
       }
     }, async (request) => {
@@ -59,8 +59,9 @@ export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
   for (const url of [...withV1('/tasks/reschedule/:id'), ...withV1('/tasks/reschedule/:id/:priority')]) {
     app.get(url, {
       schema: {
-        tags, summary: 'Queue a copy of a task; the old one becomes recovered', params: RescheduleParams,
-        response: { 200: Type.Object({ status: Type.String(), task_id: Type.Integer() }), ...e404 }
+        tags, summary: 'Queue a copy of a task; the old one becomes recovered (refused while it runs, or once recovered)',
+        params: RescheduleParams,
+        response: { 200: Type.Object({ status: Type.String(), task_id: Type.Integer() }), ...e404, 409: ErrorBody }
       }
     }, async (request) => ({ status: 'OK', task_id: ctx.tasks.reschedule(request.params.id, request.params.priority) }))
   }
