@@ -128,7 +128,7 @@ export class AviaryService {
             tasks, samples, machines, store, layout, submits: new SubmitsRepository(db), unpackLimits: this.opts.unpackLimits
           }),
           tasks: new TasksService(tasks, layout),
-          results: new ResultsService(layout),
+          results: new ResultsService(layout, tasks),
           status: new StatusService(tasks, machines, layout, VERSION),
           samples,
           machines,

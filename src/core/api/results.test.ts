@@ -2,7 +2,7 @@
 // test builds itself (the engine that writes them comes later). Archives are checked with tar.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, openSync, closeSync, ftruncateSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, ftruncateSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -196,4 +196,31 @@ describe('memory and pcap', () => {
     // client and server share this process: both together stay within 200 MB of the start
     expect(peak - before).toBeLessThan(200 * 1024 * 1024)
   }, 180_000)
+})
+
+describe('results of a task that does not exist', () => {
+  it('are 404 on every task route, even with its analysis folder still on disk', async () => {
+    const gone = (await h.post('/tasks/create/url', new URLSearchParams({ url: 'http://example.com/gone' }))).body.task_id as number
+    const d = h.analysisDir(gone)
+    cpSync(dir, d, { recursive: true })
+    // Every GET route that takes a task id, from the API's own description.
+    const fill: Record<string, string> = { id: String(gone), task: String(gone), format: 'json', screenshot: '1', pid: '1234-1', priority: '2' }
+    const { body: api } = await h.json<{ paths: Record<string, { get?: { parameters?: { name: string; in: string }[] } }> }>('/openapi.json')
+    const routes = Object.entries(api.paths)
+      .filter(([p, ops]) => ops.get && !/^\/(v1\/)?(files|aviary)\//.test(p) && (ops.get.parameters ?? []).some((x) => x.in === 'path' && (x.name === 'id' || x.name === 'task')))
+      .map(([p]) => p.replace(/\{(\w+)\}/g, (_, name: string) => fill[name]!))
+    const results = routes.filter((p) => /\/(report|summary|screenshots|memory|pcap|timeline)\//.test(p))
+    results.push(`/tasks/report/${gone}/html`, `/tasks/report/${gone}/all`, `/tasks/report/${gone}/json?elements=info`, `/tasks/screenshots/${gone}/0001_small`)
+    expect(results.length).toBeGreaterThanOrEqual(18)
+    for (const p of results) expect((await h.get(p)).status, p).toBe(200) // served while the task exists
+
+    // The row goes, the folder stays (a delete that could not remove it, or a copy restored by hand).
+    for (const sql of ['DELETE FROM task_events WHERE task_id = ?', 'DELETE FROM task_json WHERE id = ?', 'DELETE FROM tasks WHERE id = ?']) h.sql(sql, gone)
+    for (const p of [...routes, ...results]) {
+      const res = await h.get(p)
+      expect(res.status, p).toBe(404)
+      expect(await res.json(), p).toEqual({ message: expect.any(String), code: expect.stringMatching(/^AVIARY_/) })
+    }
+    expect(existsSync(path.join(d, 'reports', 'report.json'))).toBe(true)
+  })
 })

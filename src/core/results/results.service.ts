@@ -1,6 +1,8 @@
 // Locates what an analysis produced (reports, screenshots, memory dumps, the pcap) for the API.
 // Every path is built by the storage layout from validated names and checked to resolve inside
-// the data directory, so a link planted in an analysis folder cannot expose other files.
+// the data directory, so a link planted in an analysis folder cannot expose other files. Results
+// exist only while their task does: for an id with no task row every lookup is the route's 404,
+// whatever is left on disk (a folder a failed delete left, or one restored by hand).
 import { open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import { ApiError, badRequest, notFound } from '../errors'
@@ -47,7 +49,10 @@ export class ResultsService {
   /** report.json path → its key index, valid while the file's inode, size and mtime are unchanged. */
   private readonly indexes = new Map<string, { stamp: string; index: JsonIndex }>()
 
-  constructor(private readonly layout: StorageLayout) {}
+  constructor(
+    private readonly layout: StorageLayout,
+    private readonly tasks: { exists(id: number): boolean }
+  ) {}
 
   async report(id: number, format: string, tar: TarCompression, element?: string): Promise<FileResult | StreamResult> {
     const fmt = format.toLowerCase()
@@ -170,8 +175,12 @@ export class ResultsService {
     return { kind: 'file', path: file, contentType: 'application/octet-stream', downloadName: `${sha256.toLowerCase()}.bin` }
   }
 
-  /** The path of an existing entry of an analysis folder, resolved and kept inside the data dir. */
+  /**
+   * The path of an existing entry of an analysis folder of an existing task, resolved and kept
+   * inside the data dir. Every analysis result is looked up through here.
+   */
   private async existing(id: number, parts: string[], missing: () => ApiError): Promise<string> {
+    if (!this.tasks.exists(id)) throw missing()
     return this.contained(this.layout.analysisFile(id, ...parts), missing)
   }
 
