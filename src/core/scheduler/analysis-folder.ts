@@ -1,6 +1,7 @@
 // The analysis folder of a task (Cuckoo's layout, shared/ARCHITECTURE.md): made before the
 // machine starts, with the folders the result server fills, `binary` linked to the stored sample,
 // and `task.json` written at the start and the end of the run.
+import { writeFileSync } from 'node:fs'
 import { mkdir, readdir, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { isInside, type StorageLayout } from '../storage/layout'
@@ -30,6 +31,15 @@ export async function prepareAnalysisFolder(layout: StorageLayout, taskId: numbe
 
 export async function writeTaskJson(layout: StorageLayout, taskId: number, json: string): Promise<void> {
   await writeFile(layout.analysisFile(taskId, 'task.json'), json + '\n', { mode: 0o644 })
+}
+
+/**
+ * The same, done before the caller's turn ends: the final task.json is written in the turn that
+ * moves the task to `completed`, so processing (woken after that turn) never reads the one from
+ * the start of the run.
+ */
+export function writeTaskJsonNow(layout: StorageLayout, taskId: number, json: string): void {
+  writeFileSync(layout.analysisFile(taskId, 'task.json'), json + '\n', { mode: 0o644 })
 }
 
 /**

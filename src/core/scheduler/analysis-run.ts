@@ -21,7 +21,7 @@ import { GuestPhase, type Ending } from './guest-phase'
 import { AGENT_PORT } from '../../guest-protocol/agent-api'
 import { startCapture, type Capture } from '../capture/tcpdump'
 import { startScreenshots } from '../capture/screenshots'
-import { prepareAnalysisFolder, rebootFiles, writeTaskJson } from './analysis-folder'
+import { prepareAnalysisFolder, rebootFiles, writeTaskJson, writeTaskJsonNow } from './analysis-folder'
 import { TaskLog } from './task-log'
 import type { RunnerDeps } from './run-deps'
 
@@ -76,7 +76,6 @@ export class AnalysisRun {
     }
     await this.teardown()
     this.finish(ending)
-    await this.writeTaskJson()
     await this.log.close()
   }
 
@@ -236,6 +235,12 @@ export class AnalysisRun {
     const to = ending.kind === 'completed' ? 'completed' : 'failed_analysis'
     if (q.move(this.id, 'running', to, { completed: true })) {
       this.stage(ending.kind === 'completed' ? 'completed' : 'failed', ending.kind === 'failed' ? ending.reason : null)
+      const json = this.d.tasks.viewJson(this.id)
+      try {
+        if (json !== undefined) writeTaskJsonNow(this.d.layout, this.id, json)
+      } catch (err) {
+        this.log.warn(`task.json not written: ${message(err)}`)
+      }
     }
   }
 
