@@ -150,6 +150,8 @@ export interface ExchangeProgress {
   sent: number
   /** Bytes of the answer (head and body) received; -1 until the agent sent anything. */
   received: number
+  /** The exchange is over (answered or failed); an interrupted one stays open: it was under way. */
+  over: boolean
 }
 
 /** In words: what the agent was doing in an unfinished exchange. */
@@ -170,7 +172,7 @@ export async function agentRequest(r: AgentRequest): Promise<AgentResponse> {
   } catch (err) {
     throw new Error(`${r.step}: cannot read what is to be sent: ${errMessage(err)}`, { cause: err })
   }
-  const progress: ExchangeProgress = { what, startedAt: Date.now(), sent: 0, received: -1 }
+  const progress: ExchangeProgress = { what, startedAt: Date.now(), sent: 0, received: -1, over: false }
   r.watch?.(progress)
   return new Promise<AgentResponse>((resolve, reject) => {
     let settled = false
@@ -178,6 +180,7 @@ export async function agentRequest(r: AgentRequest): Promise<AgentResponse> {
     const fail = (kind: AgentErrorKind, msg: string): void => {
       if (settled) return
       settled = true
+      progress.over = kind !== 'aborted'
       clearTimeout(deadline)
       req.destroy()
       reject(new AgentError(kind, kind === 'aborted' ? `${r.step}: interrupted` : `${r.step} (${where}): ${msg}`))
@@ -228,6 +231,7 @@ export async function agentRequest(r: AgentRequest): Promise<AgentResponse> {
       res.on('end', () => {
         if (settled) return
         settled = true
+        progress.over = true
         clearTimeout(deadline)
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })
       })

@@ -92,9 +92,8 @@ export class GuestSession {
   private readonly log: (msg: string) => void
   private readonly pollMs: number
   private readonly run: string | null
-  /** The exchange under way (or the last one), for trouble(). */
+  /** The latest exchange, for trouble(). */
   private current: ExchangeProgress | null = null
-  private currentDone = true
   private readonly history = new PollHistory()
   /** The analyzer tags its statuses with the run (Aviary's): set by start(). */
   private tagged = false
@@ -110,16 +109,17 @@ export class GuestSession {
 
   /** What the agent was doing when the run's time ran out, in words; null when nothing stands out. */
   trouble(): string | null {
-    if (this.current !== null && !this.currentDone) return describeProgress(this.current)
-    return this.history.describe()
+    const inflight = this.current !== null && !this.current.over ? this.current : null
+    const past = this.history.describe()
+    // An exchange that had just begun when time ran out says little; what came before says more.
+    if (inflight !== null && (inflight.received >= 0 || Date.now() - inflight.startedAt >= 1000)) {
+      return past === null ? describeProgress(inflight) : `${describeProgress(inflight)}; before that, ${past}`
+    }
+    return past ?? (inflight === null ? null : describeProgress(inflight))
   }
 
-  private async exchange(r: Omit<Parameters<typeof agentRequest>[0], 'ip' | 'port' | 'watch'>): Promise<AgentResponse> {
-    try {
-      return await agentRequest({ ...r, ip: this.ip, port: this.port, watch: (p) => { this.current = p; this.currentDone = false } })
-    } finally {
-      this.currentDone = true
-    }
+  private exchange(r: Omit<Parameters<typeof agentRequest>[0], 'ip' | 'port' | 'watch'>): Promise<AgentResponse> {
+    return agentRequest({ ...r, ip: this.ip, port: this.port, watch: (p) => { this.current = p } })
   }
 
   /**
@@ -135,7 +135,7 @@ export class GuestSession {
       let pause: boolean
       try {
         await tcpConnect(this.ip, this.port, 1000)
-        const res = await this.exchange({ method: 'GET', path: ROUTES.root, timeoutMs: POLL_MS, deadlineMs: POLL_MS, signal: o.signal, step: 'GET /' })
+        const res = await this.exchange({ method: 'GET', path: ROUTES.root, timeoutMs: POLL_MS, deadlineMs: POLL_MS, signal: o.signal, step: 'asking the agent what it is' })
         this.info = identify(this.ip, this.port, res)
         return this.info
       } catch (err) {
@@ -312,8 +312,8 @@ export class GuestSession {
   waitForCompletion(o: { timeoutMs: number; signal?: AbortSignal | undefined; onRunning?: () => void; onStale?: (what: string) => void }): Promise<Completion> {
     return pollUntilFinal({
       ip: this.ip, port: this.port, pollMs: this.pollMs, log: this.log, run: this.tagged ? this.run : null,
-      watch: (p) => { this.current = p; this.currentDone = false }
-    }, o, this.history).finally(() => { this.currentDone = true })
+      watch: (p) => { this.current = p }
+    }, o, this.history)
   }
 }
 
