@@ -5,11 +5,13 @@
 // traffic a bridged VM would produce. Processes run inside with a private /tmp (two guests' analyzers
 // must not see each other's files) and a resolv.conf pointing at the fake DNS server.
 //
-// Names and addresses: index N (1..20) → namespace `<prefix>N`, host-side veth `<prefix>Nh`,
+// Names and addresses: index N (1..60) → namespace `<prefix>N`, host-side veth `<prefix>Nh`,
 // guest-side veth `<prefix>Ng`, 10.204.N.1 (host) ↔ 10.204.N.2 (guest), 10.204.N.254 = "internet"
 // (a second address on the host side). Needs root (ip netns, mount). Indexes in use, so parallel
-// test files never share a subnet: 1-2 engine e2e, 3 doctor, 4-7 bench/engine-overhead, 11-13 this
-// fixture's tests, 14-15 capture tests, 19 bench/capture.
+// test files never share a subnet: 1-2 engine e2e, 3 doctor, 4-7 bench/engine-overhead, 8 UI e2e,
+// 9 dispatcher real analysis, 11-13 this fixture's tests, 14-15 capture tests, 16 network
+// processing, 19 bench/capture, 21-24 recovery of physical guests, 30-45 hostile agents,
+// 50-53 bench/hostile-agent.
 import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { createSocket, type Socket as UdpSocket } from 'node:dgram'
 import { chmodSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
@@ -59,7 +61,7 @@ export interface NetnsGuest {
 }
 
 export interface NetnsGuestOptions {
-  /** 1..20: picks 10.204.<index>.0/24 and the names. */
+  /** 1..60: picks 10.204.<index>.0/24 and the names. */
   index: number
   /** Name prefix, default 'avng'. At most 9 characters (interface names are ≤ 15). */
   prefix?: string
@@ -69,7 +71,7 @@ export interface NetnsGuestOptions {
 const TAIL_CHARS = 2000
 
 export async function createNetnsGuest(o: NetnsGuestOptions): Promise<NetnsGuest> {
-  if (!Number.isInteger(o.index) || o.index < 1 || o.index > 20) throw new Error(`netns guest index must be 1..20, got ${o.index}`)
+  if (!Number.isInteger(o.index) || o.index < 1 || o.index > 60) throw new Error(`netns guest index must be 1..60, got ${o.index}`)
   const prefix = o.prefix ?? 'avng'
   const ns = `${prefix}${o.index}`
   const hostIf = `${ns}h`
