@@ -236,3 +236,87 @@ describe('pinning and kill', () => {
     }
   })
 })
+
+describe('the guest is hostile: paths, earlier analyses, analyzers that die', () => {
+  it('refuses relative and malformed paths on every route that takes one, naming the field', async () => {
+    const zip = await zipOf({ 'a.txt': 'a' })
+    const cases: [string, Record<string, string>, Record<string, Buffer>, string][] = [
+      ['/mkdir', { dirpath: 'x\\y' }, {}, 'dirpath'],
+      ['/store', { filepath: 'C:\\x\\analysis.conf' }, { file: Buffer.from('conf') }, 'filepath'],
+      ['/extract', { dirpath: 'relative/dir' }, { zipfile: zip }, 'dirpath'],
+      ['/remove', { path: '../etc' }, {}, 'path'],
+      ['/retrieve', { filepath: 'agent.log' }, {}, 'filepath'],
+      ['/mktemp', { dirpath: 'tmp' }, {}, 'dirpath'],
+      ['/execpy', { filepath: 'a.py' }, {}, 'filepath'],
+      ['/execnode', { filepath: join(dir, 'x.cjs'), cwd: 'here' }, {}, 'cwd'],
+      ['/mkdir', { dirpath: `${dir}/a\u0001b` }, {}, 'dirpath']
+    ]
+    for (const [route, fields, files, field] of cases) {
+      const r = await post(route, fields, files)
+      expect(r.status, route).toBe(400)
+      expect(String(r.body.message), route).toMatch(new RegExp(`^${field}: .*(not an absolute path on this guest \\(Linux\\)|control characters)`))
+    }
+    // Nothing was written where the agent runs.
+    expect(existsSync('C:\\x\\analysis.conf')).toBe(false)
+    expect(existsSync('relative')).toBe(false)
+  })
+
+  it('POST /reset ends every process of earlier analyses, also one that left its process group', async () => {
+    const a = await runAgent({ host: '127.0.0.1', port: 0 })
+    try {
+      const at = `http://127.0.0.1:${a.port}`
+      const pidFile = join(dir, 'escaped.pid')
+      // An "analyzer" whose child escapes into its own session, as a sample may.
+      const js = join(dir, 'leftover.cjs')
+      writeFileSync(js, `const { spawn } = require('node:child_process')
+const c = spawn('setsid', ['sh', '-c', 'echo $$ > ${pidFile}; exec sleep 300'], { detached: true, stdio: 'ignore' })
+c.unref()
+setInterval(() => {}, 1000)
+`)
+      expect((await post('/execnode', { filepath: js, async: 'yes', cwd: dir }, {}, at)).status).toBe(200)
+      await expect.poll(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', { timeout: 5000 }).toBe(true)
+      const escaped = Number(readFileSync(pidFile, 'utf8'))
+      const alive = (pid: number): boolean => {
+        try {
+          process.kill(pid, 0)
+          return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
+        } catch {
+          return false
+        }
+      }
+      expect(alive(escaped)).toBe(true)
+      const r = await post('/reset', {}, {}, at)
+      expect(r.body).toMatchObject({ message: 'Earlier analyses ended' })
+      expect(Number(r.body.ended)).toBeGreaterThanOrEqual(2)
+      await expect.poll(() => alive(escaped), { timeout: 5000 }).toBe(false)
+      // Ended by /reset, the analyzer's death is not reported as a failure of the next analysis.
+      expect((await fetch(`${at}/status`).then((x) => x.json())) as Body).toMatchObject({ status: null })
+    } finally {
+      await a.close()
+    }
+  })
+
+  it('an analyzer that dies before it reports sets status exception, tagged with its run', async () => {
+    const a = await runAgent({ host: '127.0.0.1', port: 0 })
+    try {
+      const at = `http://127.0.0.1:${a.port}`
+      const run = 'c'.repeat(32)
+      const js = join(dir, 'dies.cjs')
+      writeFileSync(js, 'process.exit(3)\n')
+      expect((await post('/execnode', { filepath: js, async: 'yes', cwd: dir, run: 'not-a-run' }, {}, at)).body.message).toMatch(/^run: not a run id/)
+      expect((await post('/execnode', { filepath: js, async: 'yes', cwd: dir, run }, {}, at)).status).toBe(200)
+      await expect.poll(async () => ((await fetch(`${at}/status`).then((x) => x.json())) as Body).status, { timeout: 5000 }).toBe('exception')
+      expect(((await fetch(`${at}/status`).then((x) => x.json())) as Body).description)
+        .toMatch(new RegExp(`^\\[run ${run}\\] the analyzer \\(pid \\d+\\) exited with code 3 before it reported$`))
+      // One that reports first and then exits is not overwritten.
+      const ok = join(dir, 'reports.cjs')
+      writeFileSync(ok, `fetch('${at}/status', { method: 'POST', body: new URLSearchParams({ status: 'complete', description: 'done' }) }).then(() => process.exit(0))\n`)
+      expect((await post('/execnode', { filepath: ok, async: 'yes', cwd: dir }, {}, at)).status).toBe(200)
+      await expect.poll(async () => ((await fetch(`${at}/status`).then((x) => x.json())) as Body).status, { timeout: 5000 }).toBe('complete')
+      await new Promise((r) => setTimeout(r, 300))
+      expect((await fetch(`${at}/status`).then((x) => x.json())) as Body).toMatchObject({ status: 'complete', description: 'done' })
+    } finally {
+      await a.close()
+    }
+  })
+})

@@ -145,6 +145,17 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
     expect(log).toMatch(/putting back \/tmp\/dropped\.txt/)
   }, 100_000)
 
+  it('a sample that cannot start: the task says why in the OS\'s words, and the report lists no process', async () => {
+    const id = await submitFile(h, 'blob.bin', Buffer.from([0x00, 0x13, 0x37, 0xfe, 0xff, 0x00, 0x42]), { timeout: '20' })
+    expect(await waitForTask(h, id, ['reported', 'failed_analysis', 'failed_processing'], 60_000)).toBe('reported')
+    const { body } = await h.json<{ task: { errors: string[] } }>(`/tasks/view/${id}`)
+    expect(body.task.errors).toEqual(['the analyzer reported failed: the sample did not start: Exec format error (ENOEXEC)'])
+    const timeline = (await h.json<{ timeline: { stage: string; message: string | null }[] }>(`/tasks/timeline/${id}`)).body.timeline
+    expect(timeline.find((e) => e.stage === 'finished')?.message).toBe(body.task.errors[0])
+    const report = (await h.json<{ behavior: { processes: unknown[] } }>(`/tasks/report/${id}/json`)).body
+    expect(report.behavior.processes).toEqual([])
+  }, 90_000)
+
   it('an analyzer that never finishes hits the critical timeout: the task fails with the reason', async () => {
     // An analyzer folder of our own that never reports completion, for this guest's platform.
     const stall = mkdtempSync(path.join(tmpdir(), 'aviary-stall-'))
@@ -167,6 +178,27 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
     expect(s).toEqual(expect.arrayContaining(['analyzer_started', 'timed_out', 'machine_stopped', 'failed']))
     expect(s).not.toContain('completed')
     rmSync(stall, { recursive: true, force: true })
+  }, 90_000)
+
+  it('an analyzer that dies is named at once, not after the timeout', async () => {
+    const dies = mkdtempSync(path.join(tmpdir(), 'aviary-dies-'))
+    writeFileSync(path.join(dies, 'analyzer.cjs'), 'setTimeout(() => process.exit(7), 500)\n')
+    writeFileSync(path.join(h.dataDir, 'machines.json'), JSON.stringify({
+      driver: 'physical',
+      interface: guest.hostIf,
+      resultserver: { ip: guest.hostIp, port: 0 },
+      screenshots: { interval: 0 },
+      analyzers: { linux: { path: dies } },
+      machines: [{ name: 'netns1', ip: guest.guestIp, platform: 'linux' }]
+    }))
+    expect(h.service.engine!.reloadConfig()).toBe(true)
+    const t0 = Date.now()
+    const id = await submitFile(h, 'short.sh', '#!/bin/sh\nexit 0\n', { timeout: '60' })
+    expect(await waitForTask(h, id, ['completed', 'reported', 'failed_analysis', 'failed_processing'], 60_000)).not.toBe('failed_analysis')
+    expect(Date.now() - t0).toBeLessThan(45_000) // far from the 60 s timeout + 60 s critical
+    const { body } = await h.json<{ task: { errors: string[] } }>(`/tasks/view/${id}`)
+    expect(body.task.errors[0]).toMatch(/^the analyzer reported exception: the analyzer \(pid \d+\) exited with code 7 before it reported$/)
+    rmSync(dies, { recursive: true, force: true })
   }, 90_000)
 })
 

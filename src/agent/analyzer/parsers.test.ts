@@ -1,7 +1,7 @@
 // The analyzer's parsers against real inputs: strace output of a real traced shell, /proc/net
 // addresses of a real socket, analysis.conf as Cuckoo's host writes it, and package choice.
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -28,6 +28,25 @@ describe('strace output', () => {
     expect(r.processes[0]?.command_line).toContain(name)
     expect(r.processes.some((p) => p.command_line === `cat ${name}`)).toBe(true)
     expect(r.files.some((f) => f.path === name)).toBe(true)
+  })
+
+  it('names why a sample never ran (a failed execve of the root), and reports no process for it', () => {
+    const out = join(dir, 'trace-noexec.txt')
+    const bogus = join(dir, 'not-a-program.bin')
+    writeFileSync(bogus, Buffer.from([0x00, 0x01, 0x02, 0xff, 0xfe]))
+    chmodSync(bogus, 0o755)
+    // strace exits 1 when its execve fails; what it wrote is what the analyzer reads.
+    try {
+      execFileSync('strace', ['-f', '-ttt', '-yy', '-s', '1024', '-e', 'trace=process,file,network', '-o', out, '--', bogus], { stdio: 'ignore' })
+    } catch {
+      // expected
+    }
+    const r = parseStrace(readFileSync(out, 'utf8'))
+    expect(r.startError).toBe('Exec format error (ENOEXEC)')
+    expect(r.processes).toEqual([])
+    const ran = join(dir, 'trace-ran.txt')
+    execFileSync('strace', ['-f', '-ttt', '-o', ran, '--', '/bin/true'])
+    expect(parseStrace(readFileSync(ran, 'utf8')).startError).toBeNull()
   })
 
   it('yields the process tree, written and removed files, and connections of a real run', () => {

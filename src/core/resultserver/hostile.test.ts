@@ -1,9 +1,12 @@
 // The result server under attack: well over 1,000 generated hostile streams (garbage and random
 // headers, traversal variants, over-long headers, half-open and trickling connections, abrupt
 // resets, endless bodies into the caps, duplicate LOGs, bad pids) from two registered guests and
-// three unregistered ones, while an honest guest uploads files, a BSON stream and its LOG. Then:
+// three unregistered ones, and leftover analyzers of earlier runs (the same streams, opened with
+// another run's id, a malformed one, or none) against a guest whose task runs Aviary's analyzer,
+// while an honest guest uploads files, a BSON stream and its LOG. Then:
 // no file exists outside the task folders (a decoy sibling folder is walked too and unchanged),
-// hostile folders only hold allowed paths, the honest task's data are byte-identical, and the
+// hostile folders only hold allowed paths, the leftovers' task holds nothing at all, the honest
+// task's data are byte-identical, and the
 // server still accepts. The generator is seeded; the seed is in the test name for replay
 // (AVIARY_HOSTILE_SEED=<seed> to run another).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -21,6 +24,9 @@ const CONCURRENCY = 48
 const HOSTILE = ['127.0.0.31', '127.0.0.32']
 const HONEST = '127.0.0.33'
 const UNKNOWN = ['127.0.0.34', '127.0.0.35', '127.0.0.36']
+/** A guest whose task runs Aviary's analyzer (run RUN): what connects from it is an earlier run's leftover. */
+const LEFTOVER = '127.0.0.37'
+const RUN = randomBytes(16).toString('hex')
 const LIMITS = { uploadMaxSize: 1 << 20, taskMaxSize: 48 << 20 }
 
 /** mulberry32: a tiny seeded PRNG, so a failing run can be replayed. */
@@ -128,6 +134,12 @@ function attack(): { kind: string; run: Attack } {
   return kinds[0]!
 }
 
+/** The same stream from an analyzer of another run: its run line names an earlier run, is malformed, or is missing. */
+function leftover(a: { kind: string; run: Attack }): { kind: string; run: Attack } {
+  const line = pick([`AVIARY-RUN ${bytes(16).toString('hex')}\n`, `AVIARY-RUN ${RUN.slice(1)}\n`, `AVIARY-RUN ${RUN.toUpperCase()}\n`, 'AVIARY-RUN\n', ''])
+  return { kind: `leftover ${a.kind}`, run: async (s) => { if (line !== '') await write(s, line); await a.run(s) } }
+}
+
 async function walk(d: string): Promise<string[]> {
   const out: string[] = []
   for (const e of await readdir(d, { withFileTypes: true })) {
@@ -164,7 +176,8 @@ describe('hostile guests', () => {
     await mkdir(decoy)
     await writeFile(path.join(decoy, 'secret'), 'decoy content')
     const decoyBefore = (await walk(decoy)).sort()
-    const dirs = [await makeTaskDir(root, 'analyses/1'), await makeTaskDir(root, 'analyses/2'), await makeTaskDir(root, 'analyses/3')]
+    const dirs = [await makeTaskDir(root, 'analyses/1'), await makeTaskDir(root, 'analyses/2'), await makeTaskDir(root, 'analyses/3'),
+      await makeTaskDir(root, 'analyses/4')]
     await symlink(path.join(decoy, 'secret'), path.join(dirs[0]!, 'files/link'))
     await symlink(path.join(decoy, 'secret'), path.join(dirs[1]!, 'files/link'))
 
@@ -173,6 +186,8 @@ describe('hostile guests', () => {
     rs.addTask(HOSTILE[0]!, rec.task(1, dirs[0]!))
     rs.addTask(HOSTILE[1]!, rec.task(2, dirs[1]!))
     rs.addTask(HONEST, honestRec.task(3, dirs[2]!))
+    const leftoverRec = new Recorder()
+    rs.addTask(LEFTOVER, leftoverRec.task(4, dirs[3]!, RUN))
 
     // The honest guest: a LOG line every 20 ms, a BSON stream, and FILE 2 uploads, alongside the storm.
     const honestFiles = Array.from({ length: 12 }, (_, i) => ({ p: `files/${i}_drop.bin`, data: randomBytes(10_000 + i * 70_000) }))
@@ -204,9 +219,9 @@ describe('hostile guests', () => {
     const worker = async (): Promise<void> => {
       while (next < STREAMS) {
         const i = next++
-        const ip = i % 4 === 3 ? pick(UNKNOWN) : pick(HOSTILE)
+        const ip = i % 5 === 4 ? LEFTOVER : i % 5 === 3 ? pick(UNKNOWN) : pick(HOSTILE)
         rand = prng(SEED + i)
-        const a = attack()
+        const a = ip === LEFTOVER ? leftover(attack()) : attack()
         counts.set(a.kind, (counts.get(a.kind) ?? 0) + 1)
         let s: Socket
         try {
@@ -240,6 +255,9 @@ describe('hostile guests', () => {
         expect((await lstat(f)).isSymbolicLink() ? rel.join('/') : 'regular').toMatch(/^(regular|files\/link)$/)
       }
     }
+    // 2b. Leftover analyzers stored nothing at all in the task that runs now, and each refusal was told.
+    expect(await walk(dirs[3]!)).toEqual([])
+    expect(leftoverRec.refused.length).toBeGreaterThan(0)
     // 3. The honest task's data are byte-identical.
     await waitUntil('honest uploads reported', () => honestRec.uploads.length === honestFiles.length + 1, 10_000)
     for (const f of honestFiles) expect(sha(await readFile(path.join(dirs[2]!, f.p))), f.p).toBe(sha(f.data))
@@ -249,7 +267,7 @@ describe('hostile guests', () => {
     expect(filesJson).toHaveLength(honestFiles.length)
     expect(rec.warnings.filter((w) => w.startsWith('task 3 '))).toEqual([])
     // 4. The service log is not flooded: per task (and for strangers) 100 warnings, then a count.
-    expect(rec.warnings.length).toBeLessThanOrEqual(3 * 101 + 2)
+    expect(rec.warnings.length).toBeLessThanOrEqual(4 * 101 + 2)
     await rs.removeTask(HOSTILE[0]!)
     expect(rec.warned(/^task 1 \(127\.0\.0\.31\): \d+ more warnings were not logged$/)).toBe(true)
     // 5. The server still accepts and stores.

@@ -200,6 +200,41 @@ describe('paths', () => {
   })
 })
 
+describe('run identity (Aviary\'s analyzer names its run on every connection)', () => {
+  const RUN = 'a'.repeat(32)
+  const OLD = 'b'.repeat(32)
+
+  it('stores what names this run; refuses another run, no run, or a malformed run line, storing nothing', async () => {
+    await start()
+    await rs.removeTask(G)
+    rs.addTask(G, rec.task(1, dir, RUN))
+    await send(port, G, `AVIARY-RUN ${RUN}\nFILE 2\nfiles/mine\n/tmp/mine\n\n`, 'mine')
+    await send(port, G, `AVIARY-RUN ${RUN}\nLOG\n`, '2026-01-01 00:00:00,000 [analyzer] INFO: this run\n')
+    await send(port, G, `AVIARY-RUN ${OLD}\nFILE 2\nfiles/old\n/tmp/old\n\n`, 'from an earlier run')
+    await send(port, G, 'FILE 2\nfiles/none\n/tmp/none\n\n', 'no run line')
+    await send(port, G, 'AVIARY-RUN xyz\nFILE\nfiles/bad\n', 'malformed')
+    await send(port, G, `AVIARY-RUN ${OLD}\nLOG\n`, '2026-01-01 00:00:00,000 [analyzer] INFO: old run\n')
+    await waitUntil('refusals', () => rec.refused.length === 3 && rec.uploads.length === 1)
+    expect(rec.refused).toEqual([
+      expect.stringMatching(/^a FILE connection of another run \(bbbbbbbb…\), an analyzer left from an earlier task$/),
+      expect.stringMatching(/^a FILE connection that names no run/),
+      expect.stringMatching(/^a LOG connection of another run/)
+    ])
+    expect(rec.warned(/bad run line/)).toBe(true)
+    expect((await readdir(path.join(dir, 'files'))).sort()).toEqual(['mine'])
+    expect(rec.lines).toEqual(['2026-01-01 00:00:00,000 [analyzer] INFO: this run'])
+    expect((await readFile(path.join(dir, 'files.json'), 'utf8')).trim().split('\n')).toHaveLength(1)
+  })
+
+  it('a task of Cuckoo\'s analyzer (no run) is served as Cuckoo served it, run line or not', async () => {
+    await start()
+    await send(port, G, 'FILE\nfiles/cuckoo\n', 'plain')
+    await send(port, G, `AVIARY-RUN ${OLD}\nFILE\nfiles/tagged\n`, 'tagged')
+    await waitUntil('uploads', () => rec.uploads.length === 2)
+    expect(rec.refused).toEqual([])
+  })
+})
+
 describe('caps and timeouts', () => {
   it('truncates a file at uploadMaxSize with the marker once, reading the rest', async () => {
     await start({ uploadMaxSize: 1000, taskMaxSize: 1 << 20 })
@@ -225,6 +260,7 @@ describe('caps and timeouts', () => {
     await Promise.all([aClosed, bClosed])
     await waitUntil('both closed', () => rec.uploads.length === 2)
     expect(rec.warnings.filter((w) => /reached its cap/.test(w))).toHaveLength(1)
+    expect(rec.caps).toEqual([100_000]) // the run is told once, to end the analysis and say why
     const total = (await stat(path.join(dir, 'files/a'))).size + (await stat(path.join(dir, 'logs/7.bson'))).size
     expect(total).toBeLessThanOrEqual(100_000)
     expect(rec.uploads.some((u) => u.truncated)).toBe(true)

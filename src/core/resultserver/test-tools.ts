@@ -63,13 +63,19 @@ export class Recorder {
   readonly uploads: UploadInfo[] = []
   readonly warnings: string[] = []
   readonly infos: string[] = []
+  readonly refused: string[] = []
+  readonly caps: number[] = []
   readonly log = {
     info: (m: string): void => { this.infos.push(m) },
     warn: (m: string): void => { this.warnings.push(m) }
   }
 
-  task(taskId: number, dir: string): TaskRegistration {
-    return { taskId, dir, onLogLine: (l) => this.lines.push(l), onUpload: (u) => this.uploads.push(u) }
+  /** `run`: the run id the task's analyzer must name on every connection (Aviary's analyzer). */
+  task(taskId: number, dir: string, run: string | null = null): TaskRegistration {
+    return {
+      taskId, dir, run, onLogLine: (l) => this.lines.push(l), onUpload: (u) => this.uploads.push(u),
+      onRefused: (why) => this.refused.push(why), onCapReached: (cap) => this.caps.push(cap)
+    }
   }
 
   upload(p: string): UploadInfo | undefined {
