@@ -128,6 +128,20 @@ describe('Task page', () => {
     expect((await fetch(`${h.url}/tasks/view/${id}`)).status).toBe(404)
   })
 
+  it('shows why a run failed, as the engine recorded it: in the errors and on the timeline', async () => {
+    // What the engine writes for an agent that misbehaved (test/e2e/hostile-agent.test.ts runs it for real).
+    const reason = 'the agent misbehaved: 3 status polls in a row got answers no agent gives; the last: GET /status answered HTTP 302; the machine was stopped'
+    const failed = await submit('hostile.sh', '#!/bin/sh\n')
+    h.sql(`UPDATE tasks SET status = 'failed_analysis', errors = ?, started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?`,
+      JSON.stringify([reason]), failed)
+    h.sql('INSERT INTO task_events (task_id, at, stage, message) VALUES (?, ?, ?, ?)', failed, Date.now(), 'failed', reason)
+    page(`/tasks/${failed}`)
+    expect(await screen.findByText('The analysis failed: see the errors and the timeline.')).toBeTruthy()
+    const timeline = await screen.findByRole('list', { name: 'Timeline' })
+    expect(within(timeline).getByText(reason)).toBeTruthy()
+    expect(screen.getAllByText(reason)).toHaveLength(2) // once in Errors, once on the timeline
+  })
+
   it('shows the server\'s message for a task that does not exist', async () => {
     page('/tasks/999999')
     expect((await screen.findByRole('alert')).textContent).toMatch(/not found/i)
