@@ -103,6 +103,16 @@ describe('GuestSession: agents it must refuse or report clearly', () => {
     expect(extract?.fields.dirpath).toBe(mkdirs[1])
   })
 
+  it('refuses to run beside a leftover: an earlier attempt cut off on a never-reverted guest, Cuckoo\'s agent and analyzer', async () => {
+    const run = newRun()
+    cleanups.push(() => run.cleanup())
+    const { agent, session } = await replay(cuckooUntil('/status', cuckoo.exchanges.find((e) => e.request.path === '/status')!.response), run)
+    await expect(session.start({ ...fileSpec(run, 1), earlierRunMayLive: true }))
+      .rejects.toThrow(/earlier attempt was cut off on a machine that is never reverted.*cannot end it \(no \/reset\).*reschedule the task/)
+    // Nothing was created in the guest.
+    expect(agent.received.map((q) => q.path)).toEqual(['/', '/pinning'])
+  })
+
   it('says the agent may be pinned to another IP when it closes without answering', async () => {
     const run = newRun()
     cleanups.push(() => run.cleanup())
