@@ -1,23 +1,16 @@
-// Reads logs/behavior.jsonl, the behaviour log of Aviary's own analyzer (format documented in
-// src/agent/analyzer/behavior-format.ts; the record types are mirrored here because core never
-// imports agent code). Read line by line, so memory follows the number of processes, not the log
-// size; every record is checked field by field because the guest wrote it. Times in the log are
-// epoch milliseconds; the report wants epoch seconds.
+// Reads logs/behavior.jsonl, the behaviour log of Aviary's own analyzer (its records are defined
+// once, in src/guest-protocol/behavior.ts, shared with the analyzer). Read line by line, so memory
+// follows the number of processes, not the log size; every record is checked field by field
+// because the guest wrote it. Times in the log are epoch milliseconds; the report wants epoch
+// seconds.
 import { createReadStream } from 'node:fs'
 import { createInterface } from 'node:readline'
 import type { ProcessEntry } from '../types.js'
+import type { AnalyzerRecord } from '../../../guest-protocol/behavior.js'
 
-/** The analyzer record (behavior-format.ts AnalyzerRecord), times in epoch seconds. */
-export interface AviaryAnalyzerInfo {
-  package: string
-  platform: string
-  category: string
-  target: string
-  pid: number | null
-  started: number
-  ended: number
+/** The analyzer record as read (AnalyzerRecord, times in epoch seconds; an unknown reason kept as written). */
+export type AviaryAnalyzerInfo = Pick<AnalyzerRecord, 'package' | 'platform' | 'category' | 'target' | 'pid' | 'started' | 'ended' | 'monitors'> & {
   reason: string
-  monitors: string[]
 }
 
 export type Summary = Map<string, Set<string>>
