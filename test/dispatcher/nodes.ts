@@ -24,8 +24,8 @@ export interface TestNode {
   token?: string
 }
 
-export async function startNode(name: string, port = 0, token?: string): Promise<TestNode> {
-  const h = await startHarness({ machines: MACHINES, port, ...(token ? { apiToken: token } : {}) })
+export async function startNode(name: string, port = 0, token?: string, machines: typeof MACHINES = MACHINES): Promise<TestNode> {
+  const h = await startHarness({ machines, port, ...(token ? { apiToken: token } : {}) })
   return { name, h, play: true, alive: true, ...(token ? { token } : {}) }
 }
 
@@ -72,14 +72,18 @@ export async function freePort(): Promise<number> {
   })
 }
 
-/** Submits samples through the dispatcher's API; returns dispatcher task id → sample sha256. */
-export async function submitSamples(distUrl: string, count: number, tag: string): Promise<Map<number, string>> {
+/**
+ * Submits samples through the dispatcher's API (with `fields` besides, e.g. node or tags); returns
+ * dispatcher task id → sample sha256.
+ */
+export async function submitSamples(distUrl: string, count: number, tag: string, fields: Record<string, string> = {}): Promise<Map<number, string>> {
   const out = new Map<number, string>()
   for (let i = 0; i < count; i++) {
     const content = `#!/bin/sh\necho ${tag} ${i}\n`
     const form = new FormData()
     form.append('file', new Blob([content]), `${tag}-${i}.sh`)
     form.append('platform', 'linux')
+    for (const [k, v] of Object.entries(fields)) form.append(k, v)
     const res = await fetch(`${distUrl}/api/task`, { method: 'POST', body: form })
     if (res.status !== 200) throw new Error(`POST /api/task: ${res.status} ${await res.text()}`)
     out.set(((await res.json()) as { task_id: number }).task_id, sha256(content))

@@ -291,19 +291,32 @@ export class PostgresDistStore implements DistStore {
     await this.markSubmittedMany([{ taskId, nodeTaskId }])
   }
 
-  async markSubmittedMany(marks: Array<{ taskId: number; nodeTaskId: number }>): Promise<void> {
-    if (marks.length === 0) return
+  async markSubmittedMany(marks: Array<{ taskId: number; nodeTaskId: number }>): Promise<number[]> {
+    if (marks.length === 0) return []
     // One statement for the lot. Only an assigned task moves on: one deleted or requeued meanwhile
     // keeps its new state.
-    await this.pool.query(
+    const { rows } = await this.pool.query<{ id: number }>(
       `UPDATE tasks SET status = 'processing', node_task_id = u.node_task_id, delegated = $3, claimed_by = NULL, claim_until = NULL
-       FROM unnest($1::int[], $2::int[]) AS u(id, node_task_id) WHERE tasks.id = u.id AND tasks.status = 'assigned'`,
+       FROM unnest($1::int[], $2::int[]) AS u(id, node_task_id) WHERE tasks.id = u.id AND tasks.status = 'assigned'
+       RETURNING tasks.id`,
       [marks.map((m) => m.taskId), marks.map((m) => m.nodeTaskId), nowLocal()]
     )
+    return rows.map((r) => r.id)
   }
 
   async releaseClaim(taskId: number): Promise<void> {
     await this.pool.query('UPDATE tasks SET claimed_by = NULL, claim_until = NULL WHERE id = $1', [taskId])
+  }
+
+  async leaseHolders(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ claimed_by: string }>(
+      'SELECT DISTINCT claimed_by FROM tasks WHERE claimed_by IS NOT NULL AND claim_until >= $1', [Date.now()]
+    )
+    return rows.map((r) => r.claimed_by)
+  }
+
+  async releaseLeases(worker: string): Promise<number> {
+    return (await this.pool.query('UPDATE tasks SET claimed_by = NULL, claim_until = NULL WHERE claimed_by = $1', [worker])).rowCount ?? 0
   }
 
   async claimForFetch(nodeId: number, nodeTaskId: number, worker: string, leaseSeconds: number): Promise<DistTaskRow | null> {

@@ -269,17 +269,24 @@ export class SqliteDistStore implements DistStore {
     await this.markSubmittedMany([{ taskId, nodeTaskId }])
   }
 
-  async markSubmittedMany(marks: Array<{ taskId: number; nodeTaskId: number }>): Promise<void> {
-    if (marks.length === 0) return
+  async markSubmittedMany(marks: Array<{ taskId: number; nodeTaskId: number }>): Promise<number[]> {
+    if (marks.length === 0) return []
     const mark = this.prepare(MARK_SUBMITTED)
     const at = nowLocal()
-    this.db.transaction(() => {
-      for (const m of marks) mark.run(m.nodeTaskId, at, m.taskId)
-    }).immediate()
+    return this.db.transaction(() => marks.filter((m) => mark.run(m.nodeTaskId, at, m.taskId).changes === 1).map((m) => m.taskId)).immediate()
   }
 
   async releaseClaim(taskId: number): Promise<void> {
     this.prepare('UPDATE tasks SET claimed_by = NULL, claim_until = NULL WHERE id = ?').run(taskId)
+  }
+
+  async leaseHolders(): Promise<string[]> {
+    const rows = this.prepare('SELECT DISTINCT claimed_by FROM tasks WHERE claimed_by IS NOT NULL AND claim_until >= ?').all(Date.now()) as Array<{ claimed_by: string }>
+    return rows.map((r) => r.claimed_by)
+  }
+
+  async releaseLeases(worker: string): Promise<number> {
+    return this.prepare('UPDATE tasks SET claimed_by = NULL, claim_until = NULL WHERE claimed_by = ?').run(worker).changes
   }
 
   async claimForFetch(nodeId: number, nodeTaskId: number, worker: string, leaseSeconds: number): Promise<DistTaskRow | null> {

@@ -218,10 +218,12 @@ export function storeContract(name: string, target: () => ContractTarget): void 
       const pending = await s.createTask(task())
       const claimed = await s.claimForSubmit(n.id, 4, 'w', 60)
       await s.deleteTask(ids[3]!)
-      await s.markSubmittedMany([])
-      await s.markSubmittedMany([
+      expect(await s.markSubmittedMany([])).toEqual([])
+      const marked = await s.markSubmittedMany([
         { taskId: ids[0]!, nodeTaskId: 10 }, { taskId: ids[1]!, nodeTaskId: 11 }, { taskId: ids[3]!, nodeTaskId: 13 }, { taskId: pending, nodeTaskId: 14 }
       ])
+      // The deleted and the pending one were not marked, and the caller is told so.
+      expect(marked.sort((a, b) => a - b)).toEqual([ids[0], ids[1]])
       expect(claimed.length).toBe(4)
       expect(await s.getTask(ids[0]!)).toMatchObject({ status: 'processing', node_task_id: 10 })
       expect(await s.getTask(ids[1]!)).toMatchObject({ status: 'processing', node_task_id: 11 })
@@ -233,6 +235,30 @@ export function storeContract(name: string, target: () => ContractTarget): void 
       // The marked ones left the lease: a fetch claim finds them, a submit claim does not.
       expect(await s.claimForSubmit(n.id, 10, 'w2', 60)).toEqual([])
       expect((await s.claimForFetch(n.id, 11, 'w2', 60))?.id).toBe(ids[1])
+    })
+
+    it("lists the holders of running leases, and ends every lease of one (a worker that died) at once", async () => {
+      const s = await fresh()
+      const other = await connect()
+      const n = await s.addNode({ name: 'n', url: 'http://n/', machines: [] })
+      const ids: number[] = []
+      for (let i = 0; i < 5; i++) ids.push(await s.createTask(task({ node_id: n.id })))
+      const [first] = await s.claimForSubmit(n.id, 1, 'x', 60)
+      await s.markSubmitted(first!.id, 9)
+      expect((await s.claimForFetch(n.id, 9, 'dead', 60))?.id).toBe(ids[0])
+      expect((await s.claimForSubmit(n.id, 2, 'dead', 60)).map((t) => t.id)).toEqual([ids[1], ids[2]])
+      expect((await s.claimForSubmit(n.id, 1, 'alive', 60)).map((t) => t.id)).toEqual([ids[3]])
+      expect((await s.claimForSubmit(n.id, 1, 'lapsed', 0.05)).map((t) => t.id)).toEqual([ids[4]])
+      await sleep(100)
+      // A lease that ran out is nobody's any more.
+      expect((await other.leaseHolders()).sort()).toEqual(['alive', 'dead'])
+      expect(await other.releaseLeases('dead')).toBe(3)
+      expect(await other.releaseLeases('nobody')).toBe(0)
+      expect(await s.leaseHolders()).toEqual(['alive'])
+      // Free without waiting for the 60 s: submit claims and the fetch claim alike.
+      expect((await other.claimForSubmit(n.id, 10, 'w2', 60)).map((t) => t.id)).toEqual([ids[1], ids[2], ids[4]])
+      expect((await other.claimForFetch(n.id, 9, 'w2', 60))?.id).toBe(ids[0])
+      expect(await s.getTask(ids[3]!)).toMatchObject({ status: 'assigned' })
     })
 
     it('claims a processing task for fetching once; the lease expires; the newest id wins', async () => {

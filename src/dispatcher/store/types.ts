@@ -134,10 +134,15 @@ export interface DistStore {
   markSubmitted(taskId: number, nodeTaskId: number): Promise<void>
   /**
    * markSubmitted for several tasks in one transaction (one commit for many submissions). Same
-   * rule per task: only an assigned task becomes processing. Task ids must be distinct.
+   * rule per task: only an assigned task becomes processing. Task ids must be distinct. Returns
+   * the ids of the tasks marked (the others were deleted or requeued meanwhile).
    */
-  markSubmittedMany(marks: Array<{ taskId: number; nodeTaskId: number }>): Promise<void>
+  markSubmittedMany(marks: Array<{ taskId: number; nodeTaskId: number }>): Promise<number[]>
   releaseClaim(taskId: number): Promise<void>
+  /** The workers holding a lease that has not run out (distinct `worker` values of the claims). */
+  leaseHolders(): Promise<string[]>
+  /** Ends every lease `worker` holds (a worker known to be dead). Returns how many tasks it held. */
+  releaseLeases(worker: string): Promise<number>
   /**
    * Claims the processing task of `nodeId` whose node task id is `nodeTaskId` for fetching (same
    * lease rules); null when none or already claimed.

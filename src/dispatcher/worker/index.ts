@@ -2,12 +2,19 @@
 // submits, polls, fetches and cleans (node-worker.ts). In-process with `aviary dist` by default;
 // `aviary dist-worker` runs it alone, and several workers may share one PostgreSQL database: every
 // step that must happen once (assign, submit, fetch) is an atomic claim in the store.
+//
+// A claim is a lease: a worker that dies keeps its tasks from the others until the lease runs
+// out (`leaseSeconds`). At start, the leases of workers of this machine that no longer run (a
+// predecessor killed with -9) are taken back at once (identity.ts says who counts). On SQLite
+// every worker runs on the database's machine, so that covers them all but a predecessor in
+// another PID namespace (a restarted container) or whose pid already runs another process; on
+// PostgreSQL, the leases of other machines' workers run out by time.
 import { appendFile } from 'node:fs/promises'
-import { randomBytes } from 'node:crypto'
-import { hostname } from 'node:os'
 import type { DistStore } from '../store/types'
+import { DEFAULT_MAX_ANSWER_BYTES } from '../../shared/api/client'
 import { assignRound } from './assign'
 import { CleanupLedger } from './cleanup'
+import { isDeadLocalWorker, newWorkerId } from './identity'
 import { UncertainSubmissions } from './uncertain'
 import { Loop } from './loop'
 import { NodeWorker, type WorkerLog } from './node-worker'
@@ -36,6 +43,10 @@ export interface WorkerOptions {
   requestTimeoutMs?: number
   /** Timeout of one submission or one report download. Default 10 min. */
   transferTimeoutMs?: number
+  /** Cap of one JSON answer of a node (its status, a page of its task list). Default 16 MiB. */
+  maxAnswerBytes?: number
+  /** Cap of one downloaded report or pcap. Default 4 GiB. */
+  maxReportBytes?: number
   /** Submissions or downloads in flight per node. Default 4. */
   concurrency?: number
   /** Appends `{"timestamp", "status"}` JSON lines (each node's last status, null when unreachable). */
@@ -69,14 +80,15 @@ export function startWorker(store: DistStore, opts: WorkerOptions): DistWorker {
     ledger: new CleanupLedger(opts.reportsDir),
     uncertain: new UncertainSubmissions(opts.reportsDir),
     log,
-    workerId: opts.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
-    fetch: { reportsDir: opts.reportsDir, formats: opts.reportFormats ?? ['json'], pcap: opts.pcap ?? true },
+    workerId: opts.workerId ?? newWorkerId(),
+    fetch: { reportsDir: opts.reportsDir, formats: opts.reportFormats ?? ['json'], pcap: opts.pcap ?? true, maxBytes: opts.maxReportBytes ?? 4 * 1024 ** 3 },
     samplesDir: opts.samplesDir,
     threshold,
     maxFailures,
     leaseSeconds: opts.leaseSeconds ?? 300,
     requestTimeoutMs: opts.requestTimeoutMs ?? 60_000,
     transferTimeoutMs: opts.transferTimeoutMs ?? 600_000,
+    maxAnswerBytes: opts.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
     concurrency: opts.concurrency ?? 4,
     stopping: () => stopping,
     kickAssign: () => assign.kick()
@@ -111,21 +123,35 @@ export function startWorker(store: DistStore, opts: WorkerOptions): DistWorker {
     }, onError)
     : null
 
-  supervisor.start()
-  assign.start()
-  uptime?.start()
+  // The loops start once the dead predecessors' leases are back (failing that, they start anyway:
+  // those leases then run out by time).
+  const started = takeBackLeases(store, log).catch(onError).then(() => {
+    if (stopping) return
+    supervisor.start()
+    assign.start()
+    uptime?.start()
+  })
 
   let stopped: Promise<void> | undefined
   return {
     stop() {
       stopped ??= (async () => {
         stopping = true
+        await started
         await Promise.all([supervisor.stop(), assign.stop(), uptime?.stop()])
         await Promise.all([...nodeLoops.values()].map((l) => l.stop()))
         nodeLoops.clear()
       })()
       return stopped
     }
+  }
+}
+
+/** Releases the leases of workers of this machine whose process is gone (identity.ts). */
+async function takeBackLeases(store: DistStore, log: WorkerLog): Promise<void> {
+  for (const holder of (await store.leaseHolders()).filter(isDeadLocalWorker)) {
+    const n = await store.releaseLeases(holder)
+    log.warn(`dist: took back ${n} task(s) leased by ${holder}, a worker of this machine that no longer runs`)
   }
 }
 

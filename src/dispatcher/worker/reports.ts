@@ -7,7 +7,7 @@ import { createWriteStream } from 'node:fs'
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { randomUUID } from 'node:crypto'
 import path from 'node:path'
-import { Readable } from 'node:stream'
+import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import type { AnalysisClient } from '../../shared/api/client'
@@ -17,6 +17,20 @@ export interface FetchSpec {
   reportsDir: string
   formats: string[]
   pcap: boolean
+  /** Cap of one downloaded file: a node that sends more (an endless body) fails the fetch. */
+  maxBytes: number
+}
+
+/** Passes a download through, failing it once it exceeds `max` bytes. */
+function capped(max: number): Transform {
+  let size = 0
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      size += chunk.length
+      if (size > max) done(new Error(`the node sent more than ${max} bytes`))
+      else done(null, chunk)
+    }
+  })
 }
 
 /** What the dispatcher keeps about the node-side run (node-task.json). */
@@ -44,9 +58,15 @@ export async function fetchReports(client: AnalysisClient, spec: FetchSpec, dist
     for (const [format, file] of wanted) {
       // A 404 means the node has no such file (a format it does not make, a run without a pcap,
       // a failed analysis): skipped, as Cuckoo's dispatcher does. Anything else is an error.
+      // The client's transfer timeout bounds the whole download, the cap its size.
       const res = await client.download(nodeTask.id, format)
       if (!res?.body) continue
-      await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), createWriteStream(path.join(tmp, file)))
+      try {
+        await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), capped(spec.maxBytes), createWriteStream(path.join(tmp, file)))
+      } catch (err) {
+        const e = err as Error
+        throw new Error(`${file}: ${e.name === 'TimeoutError' ? 'not complete within the transfer timeout' : e.message}`, { cause: err })
+      }
       saved.push(file)
     }
     await writeFile(path.join(tmp, 'node-task.json'), JSON.stringify(note, null, 1))

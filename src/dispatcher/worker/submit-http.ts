@@ -8,7 +8,7 @@
 import http from 'node:http'
 import https from 'node:https'
 import { randomUUID } from 'node:crypto'
-import { ApiClientError, type Fields } from '../../shared/api/client'
+import { ANSWERS, ApiClientError, createdTask, decodeAnswer, refusalMessage, type Fields } from '../../shared/api/client'
 
 const agents = {
   http: new http.Agent({ keepAlive: true, maxSockets: 16 }),
@@ -34,12 +34,23 @@ export function encodeMultipart(fields: Fields, file?: { field: string; name: st
   return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` }
 }
 
-/** POSTs a multipart body to a node; errors as the shared client reports them (status 0: unreachable). */
-export function postMultipart(node: { url: string; token: string | null }, path: string, form: { body: Buffer; contentType: string }, timeoutMs: number): Promise<{ task_id: number }> {
-  const base = node.url
-  const url = new URL(base.replace(/\/+$/, '') + path)
+/**
+ * POSTs a multipart body to a node and reads the created task's id, with the shared client's rules
+ * for answers (status 0: no usable answer, the node may have created the task all the same): the
+ * whole exchange ends within `timeoutMs` (a node that drips its answer byte by byte included),
+ * and an answer over `maxAnswerBytes` is cut off.
+ */
+export function postMultipart(
+  node: { url: string; token: string | null }, path: string, form: { body: Buffer; contentType: string }, timeoutMs: number, maxAnswerBytes: number
+): Promise<{ task_id: number }> {
+  const base = node.url.replace(/\/+$/, '')
+  const where = `${base} POST ${path}`
+  const url = new URL(base + path)
   const mod = url.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
+    let late = false
+    // The first settlement wins; after the deadline every path reports the deadline.
+    const fail = (message: string): void => reject(new ApiClientError(0, late ? `${where}: no complete answer within ${timeoutMs} ms` : message))
     const req = mod.request(url, {
       method: 'POST',
       agent: url.protocol === 'https:' ? agents.https : agents.http,
@@ -47,29 +58,39 @@ export function postMultipart(node: { url: string; token: string | null }, path:
         'content-type': form.contentType,
         'content-length': form.body.length,
         ...(node.token !== null ? { authorization: `Bearer ${node.token}` } : {})
-      },
-      timeout: timeoutMs
+      }
     }, (res) => {
       const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('error', (err) => reject(new ApiClientError(0, `cannot reach ${base}: ${err.message}`)))
-      res.on('end', () => {
-        let data: { task_id?: unknown; message?: unknown } | undefined
-        try {
-          data = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof data
-        } catch {
-          data = undefined
-        }
+      let size = 0
+      res.on('data', (c: Buffer) => {
+        size += c.length
+        if (size <= maxAnswerBytes) chunks.push(c)
+        // Past the cap the rest is not read: the socket goes, and the answer counts as too large.
+        else res.destroy()
+      })
+      res.on('error', (err) => fail(`${where}: the answer broke off (${err.message})`))
+      res.on('close', () => {
+        clearTimeout(timer)
         const status = res.statusCode ?? 0
-        if (status < 200 || status >= 300) {
-          reject(new ApiClientError(status, typeof data?.message === 'string' ? data.message : `${status} ${res.statusMessage ?? ''}`.trim()))
-        } else {
-          resolve(data as { task_id: number })
+        const text = size > maxAnswerBytes ? null : Buffer.concat(chunks).toString('utf8')
+        if (!res.complete && text !== null) return fail(`${where}: the answer broke off`)
+        if (status < 200 || status >= 300) return reject(new ApiClientError(status, refusalMessage(status, res.statusMessage ?? '', text)))
+        try {
+          resolve(createdTask(decodeAnswer(where, status, text, ANSWERS.created, maxAnswerBytes)))
+        } catch (err) {
+          reject(err as ApiClientError)
         }
       })
     })
-    req.on('timeout', () => req.destroy(new Error(`no answer in ${timeoutMs} ms`)))
-    req.on('error', (err) => reject(new ApiClientError(0, `cannot reach ${base}: ${err.message}`)))
+    // One deadline for the whole exchange: the socket's idle timeout would restart with every byte.
+    const timer = setTimeout(() => {
+      late = true
+      req.destroy(new Error('deadline'))
+    }, timeoutMs)
+    req.on('error', (err) => {
+      clearTimeout(timer)
+      fail(`cannot reach ${base}: ${err.message}`)
+    })
     req.end(form.body)
   })
 }

@@ -1,7 +1,19 @@
 // A small client of the analysis API, for `aviary submit`, the UI and the dispatcher. It runs
 // anywhere fetch, FormData and Blob exist (Node 20, browsers, Electron).
+//
+// The server may be hostile (a dispatcher's node runs malware, and may be the malware's): every
+// answer is read within the timeout (headers and body) and a size cap, and a 2xx answer must be
+// JSON with what the caller reads in it. An answer that fails any of that is an ApiClientError of
+// status 0, like an unreachable server, never a TypeError somewhere in the caller.
+import { Type, type Static, type TSchema } from 'typebox'
+import { Compile, type Validator } from 'typebox/compile'
 import type { Machine, Sample, ServiceStatus, Task } from './schemas'
 
+/**
+ * `status` is the HTTP status of a refusal (the server answered that it did not do it), or 0 when
+ * there is no usable answer: unreachable, timed out, broken off, too large, not JSON, or JSON of
+ * another shape. With 0 the server may have acted on the request all the same.
+ */
 export class ApiClientError extends Error {
   constructor(readonly status: number, message: string) {
     super(message)
@@ -10,115 +22,213 @@ export class ApiClientError extends Error {
 
 export type Fields = Record<string, string | number | boolean | undefined>
 
+/** What a JSON answer must hold: only what callers read, so other servers' extra fields pass. */
+export class AnswerShape<T extends TSchema> {
+  private validator: Validator<Record<string, never>, T> | undefined
+
+  constructor(readonly schema: T) {}
+
+  /** Null when `value` fits, else what is wrong, e.g. "/tasks must be object". */
+  problem(value: unknown): string | null {
+    // Compiled on first use: `aviary submit` needs one or two of these.
+    this.validator ??= Compile(this.schema)
+    if (this.validator.Check(value)) return null
+    const first = this.validator.Errors(value)[0]
+    return first ? `${first.instancePath || 'the body'} ${first.message}` : 'does not fit'
+  }
+}
+
+const shape = <T extends TSchema>(schema: T): AnswerShape<T> => new AnswerShape(schema)
+const Id = Type.Integer({ minimum: 1 })
+
+export const ANSWERS = {
+  status: shape(Type.Object({ tasks: Type.Object({ pending: Type.Optional(Type.Integer({ minimum: 0 })) }) })),
+  machines: shape(Type.Object({ machines: Type.Array(Type.Object({ name: Type.String() })) })),
+  task: shape(Type.Object({ task: Type.Object({ id: Id }) })),
+  tasks: shape(Type.Object({ tasks: Type.Array(Type.Object({ id: Id, status: Type.String() })) })),
+  sample: shape(Type.Object({ sample: Type.Object({}) })),
+  // null (or 0): Cuckoo's answer when its database refused the task, so none was made.
+  created: shape(Type.Object({ task_id: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]) })),
+  submitted: shape(Type.Object({ submit_id: Type.Integer(), task_ids: Type.Array(Type.Union([Id, Type.Null()])), errors: Type.Array(Type.String()) })),
+  deleted: shape(Type.Object({ status: Type.String() }))
+}
+
+/** Default cap of a JSON answer (a page of 500 listed tasks is well under 2 MB). */
+export const DEFAULT_MAX_ANSWER_BYTES = 16 * 1024 * 1024
+
+/** A few characters of what a server sent, quoted and escaped, for an error message. */
+function excerpt(text: string): string {
+  return JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)
+}
+
+/**
+ * A complete 2xx answer's data, or the ApiClientError (status 0) that says what the server sent
+ * instead. `where` names the server and request, e.g. "http://n:8090 POST /tasks/create/file".
+ */
+export function decodeAnswer<T extends TSchema>(where: string, status: number, text: string | null, answer: AnswerShape<T>, maxBytes: number): Static<T> {
+  if (text === null) throw new ApiClientError(0, `${where}: answered ${status} with more than ${maxBytes} bytes`)
+  let data: unknown
+  try {
+    data = JSON.parse(text)
+  } catch {
+    throw new ApiClientError(0, `${where}: answered ${status} with a body that is not JSON: ${excerpt(text)}`)
+  }
+  const problem = answer.problem(data)
+  if (problem !== null) throw new ApiClientError(0, `${where}: answered ${status} with JSON of another shape (${problem})`)
+  return data as Static<T>
+}
+
+/** The `message` of a refusal's JSON body (every Aviary and Cuckoo error has one), if any. */
+export function refusalMessage(status: number, statusText: string, text: string | null): string {
+  try {
+    const m = (JSON.parse(text ?? '') as { message?: unknown } | null)?.message
+    if (typeof m === 'string') return m
+  } catch {
+    // not JSON: the status line says it
+  }
+  return `${status} ${statusText}`.trim()
+}
+
 export class AnalysisClient {
   private readonly base: string
+  private readonly maxAnswer: number
 
-  constructor(base: string, private readonly opts: { token?: string | undefined; fetch?: typeof fetch; timeoutMs?: number } = {}) {
+  constructor(base: string, private readonly opts: { token?: string | undefined; fetch?: typeof fetch; timeoutMs?: number; maxAnswerBytes?: number } = {}) {
     this.base = base.replace(/\/+$/, '')
+    this.maxAnswer = opts.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES
   }
 
-  createFile(file: Blob, filename: string, fields: Fields = {}): Promise<{ task_id: number }> {
+  async createFile(file: Blob, filename: string, fields: Fields = {}): Promise<{ task_id: number }> {
     const form = toForm(fields)
     form.append('file', file, filename)
-    return this.request('POST', '/tasks/create/file', form)
+    return createdTask(await this.request('POST', '/tasks/create/file', ANSWERS.created, form))
   }
 
-  createUrl(url: string, fields: Fields = {}): Promise<{ task_id: number }> {
+  async createUrl(url: string, fields: Fields = {}): Promise<{ task_id: number }> {
     const form = toForm({ ...fields, url })
-    return this.request('POST', '/tasks/create/url', form)
+    return createdTask(await this.request('POST', '/tasks/create/url', ANSWERS.created, form))
   }
 
-  submit(files: { blob: Blob; name: string }[], strings: string[], fields: Fields = {}): Promise<{ submit_id: number; task_ids: number[]; errors: string[] }> {
+  submit(files: { blob: Blob; name: string }[], strings: string[], fields: Fields = {}): Promise<{ submit_id: number; task_ids: Array<number | null>; errors: string[] }> {
     const form = toForm(fields)
     if (strings.length) form.append('strings', strings.join('\n'))
     for (const f of files) form.append('files', f.blob, f.name)
-    return this.request('POST', '/tasks/create/submit', form)
+    return this.request('POST', '/tasks/create/submit', ANSWERS.submitted, form)
   }
 
-  status(): Promise<ServiceStatus> {
-    return this.request('GET', '/cuckoo/status')
+  /** The full status as Aviary sends it; of another server only `tasks` is checked. */
+  async status(): Promise<ServiceStatus> {
+    return (await this.request('GET', '/cuckoo/status', ANSWERS.status)) as ServiceStatus
   }
 
   /** The node's analysis machines (the dispatcher reads them when a node registers or refreshes). */
-  machines(): Promise<{ machines: Machine[] }> {
-    return this.request('GET', '/machines/list')
+  async machines(): Promise<{ machines: Machine[] }> {
+    return (await this.request('GET', '/machines/list', ANSWERS.machines)) as { machines: Machine[] }
   }
 
-  task(id: number): Promise<{ task: Task }> {
-    return this.request('GET', `/tasks/view/${id}`)
+  async task(id: number): Promise<{ task: Task }> {
+    return (await this.request('GET', `/tasks/view/${id}`, ANSWERS.task)) as { task: Task }
   }
 
-  tasks(limit?: number, offset?: number): Promise<{ tasks: Task[] }> {
+  async tasks(limit?: number, offset?: number): Promise<{ tasks: Task[] }> {
     const path = limit === undefined ? '/tasks/list' : offset === undefined ? `/tasks/list/${limit}` : `/tasks/list/${limit}/${offset}`
-    return this.request('GET', path)
+    return (await this.request('GET', path, ANSWERS.tasks)) as { tasks: Task[] }
   }
 
-  sample(sha256: string): Promise<{ sample: Sample }> {
-    return this.request('GET', `/files/view/sha256/${sha256}`)
+  async sample(sha256: string): Promise<{ sample: Sample }> {
+    return (await this.request('GET', `/files/view/sha256/${sha256}`, ANSWERS.sample)) as { sample: Sample }
   }
 
-  /** Tasks in one status (`/tasks/list/<limit>[/<offset>]?status=`), as the dispatcher polls them. */
-  tasksWithStatus(status: string, limit: number, offset = 0): Promise<{ tasks: Task[] }> {
-    return this.request('GET', `/tasks/list/${limit}/${offset}?status=${encodeURIComponent(status)}`)
+  /**
+   * Tasks in one status (`/tasks/list/<limit>[/<offset>]?status=`), as the dispatcher polls them.
+   * Each has an `id` and a `status`; other fields are as the server sent them.
+   */
+  async tasksWithStatus(status: string, limit: number, offset = 0): Promise<{ tasks: Task[] }> {
+    return (await this.request('GET', `/tasks/list/${limit}/${offset}?status=${encodeURIComponent(status)}`, ANSWERS.tasks)) as { tasks: Task[] }
   }
 
   /** Removes a task and its results from the server (refused with 500 while it runs). */
   deleteTask(id: number): Promise<{ status: string }> {
-    return this.request('GET', `/tasks/delete/${id}`)
+    return this.request('GET', `/tasks/delete/${id}`, ANSWERS.deleted)
   }
 
   /**
    * A report (`format` as /tasks/report/<id>/<format> takes it) or, with format null, the pcap:
-   * the open response, to stream wherever the caller wants; null when the server has none (404).
+   * the open response, to stream wherever the caller wants (opts.timeoutMs still bounds reading
+   * it; the caller caps its size); null when the server has none (404).
    */
   async download(id: number, format: string | null, signal?: AbortSignal): Promise<Response | null> {
     const p = format === null ? `/pcap/get/${id}` : `/tasks/report/${id}/${encodeURIComponent(format)}`
-    const res = await this.send('GET', p, undefined, signal)
+    const deadline = this.deadline()
+    const res = await this.send('GET', p, undefined, deadline, signal)
     if (res.status === 404) {
       await res.body?.cancel()
       return null
     }
-    if (!res.ok) throw new ApiClientError(res.status, await errorMessage(res))
+    if (!res.ok) throw new ApiClientError(res.status, refusalMessage(res.status, res.statusText, await this.read('GET', p, res, deadline)))
     return res
   }
 
-  /** The fetch itself; a connection failure or a timeout (opts.timeoutMs, to the headers) is status 0. */
-  private async send(method: string, path: string, body?: FormData, signal?: AbortSignal): Promise<Response> {
+  private deadline(): AbortSignal | undefined {
+    return this.opts.timeoutMs ? AbortSignal.timeout(this.opts.timeoutMs) : undefined
+  }
+
+  /** The fetch itself, until the headers; a connection failure or a timeout is status 0. */
+  private async send(method: string, path: string, body: FormData | undefined, deadline: AbortSignal | undefined, signal?: AbortSignal): Promise<Response> {
     const doFetch = this.opts.fetch ?? fetch
     const headers: Record<string, string> = {}
     if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`
-    const signals = [signal, this.opts.timeoutMs ? AbortSignal.timeout(this.opts.timeoutMs) : undefined].filter((s): s is AbortSignal => s !== undefined)
+    const signals = [signal, deadline].filter((s): s is AbortSignal => s !== undefined)
     try {
       return await doFetch(`${this.base}${path}`, { method, headers, body, signal: signals.length ? AbortSignal.any(signals) : undefined })
     } catch (err) {
-      throw new ApiClientError(0, `cannot reach ${this.base}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`)
+      if (deadline?.aborted) throw this.timedOut(method, path)
+      const e = err as Error
+      throw new ApiClientError(0, `cannot reach ${this.base}: ${e.cause instanceof Error ? e.cause.message : e.message}`)
     }
   }
 
-  private async request<T>(method: string, path: string, body?: FormData): Promise<T> {
-    const res = await this.send(method, path, body)
-    const text = await res.text()
-    let data: unknown
+  /** The whole body as text, null past the size cap; a broken or late body is status 0. */
+  private async read(method: string, path: string, res: Response, deadline: AbortSignal | undefined): Promise<string | null> {
+    const reader = res.body?.getReader()
+    if (!reader) return ''
+    const decoder = new TextDecoder()
+    let text = ''
+    let size = 0
     try {
-      data = JSON.parse(text)
-    } catch {
-      data = undefined
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) return text + decoder.decode()
+        size += value.byteLength
+        if (size > this.maxAnswer) {
+          await reader.cancel().catch(() => undefined)
+          return null
+        }
+        text += decoder.decode(value, { stream: true })
+      }
+    } catch (err) {
+      if (deadline?.aborted) throw this.timedOut(method, path)
+      throw new ApiClientError(0, `${this.base} ${method} ${path}: the answer broke off (${(err as Error).message})`)
     }
-    if (!res.ok) {
-      const message = (data as { message?: string } | undefined)?.message ?? `${res.status} ${res.statusText}`
-      throw new ApiClientError(res.status, message)
-    }
-    return data as T
+  }
+
+  private timedOut(method: string, path: string): ApiClientError {
+    return new ApiClientError(0, `${this.base} ${method} ${path}: no complete answer within ${this.opts.timeoutMs} ms`)
+  }
+
+  private async request<T extends TSchema>(method: string, path: string, answer: AnswerShape<T>, body?: FormData): Promise<Static<T>> {
+    const deadline = this.deadline()
+    const res = await this.send(method, path, body, deadline)
+    const text = await this.read(method, path, res, deadline)
+    if (!res.ok) throw new ApiClientError(res.status, refusalMessage(res.status, res.statusText, text))
+    return decodeAnswer(`${this.base} ${method} ${path}`, res.status, text, answer, this.maxAnswer)
   }
 }
 
-async function errorMessage(res: Response): Promise<string> {
-  const text = await res.text()
-  try {
-    return (JSON.parse(text) as { message?: string }).message ?? `${res.status} ${res.statusText}`
-  } catch {
-    return `${res.status} ${res.statusText}`
-  }
+/** A created task's id; a null or 0 id (no task was made) is a refusal the caller may retry. */
+export function createdTask(answer: { task_id: number | null }): { task_id: number } {
+  if (!answer.task_id) throw new ApiClientError(502, `the server answered task_id ${answer.task_id}: it created no task`)
+  return { task_id: answer.task_id }
 }
 
 function toForm(fields: Fields): FormData {
