@@ -27,6 +27,10 @@ beforeAll(async () => {
   dist = await startDispatcher({ dataDir: dir, host: '127.0.0.1', port: 0, worker: false, logLevel: 'warn' })
   const reg = await fetch(`${dist.url}/api/node`, { method: 'POST', body: new URLSearchParams({ name: 'lab-node-1', url: node.url, token: 'node-token' }) })
   expect(reg.status).toBe(200)
+  // A node disabled with DELETE is no longer listed (the spec), so the page does not show it.
+  const old = await fetch(`${dist.url}/api/node`, { method: 'POST', body: new URLSearchParams({ name: 'retired-node', url: node.url, token: 'node-token' }) })
+  expect(old.status).toBe(200)
+  expect((await fetch(`${dist.url}/api/node/retired-node`, { method: 'DELETE' })).status).toBe(200)
   const form = new FormData()
   form.append('file', new Blob(['#!/bin/sh\necho hi\n']), 'dispatched\u202Egpj.sh')
   const sub = await fetch(`${dist.url}/api/task`, { method: 'POST', body: form })
@@ -59,6 +63,8 @@ describe('a dispatcher as a connection', () => {
     // Its health and that the dispatcher holds its token (never the token itself).
     const row = nodes.locator('tr[data-node="lab-node-1"]')
     expect(await row.textContent()).toMatch(/up\s*token/)
+    expect(await nodes.locator('tr[data-node]').count()).toBe(1)
+    expect(await nodes.textContent()).not.toContain('retired-node')
     expect(await page.content()).not.toContain('node-token')
     const tasks = page.getByRole('region', { name: 'Dispatcher tasks' })
     await tasks.getByText('pending').first().waitFor({ timeout: 15_000 })

@@ -102,7 +102,7 @@ export function dispatcherApiSuite(name: string, db: () => Promise<string | unde
         expect(older.body).toEqual({ message: expect.stringMatching(/^name: required/) })
       })
 
-      it('lists all nodes (newer with success; older bare) and ?mode=workers as text', async () => {
+      it('lists the nodes (newer with success; older bare) and ?mode=workers as text', async () => {
         const newer = await call('GET', '/api/node')
         expect(newer.body.success).toBe(true)
         const nodes = newer.body.nodes as Record<string, Json>
@@ -151,16 +151,29 @@ export function dispatcherApiSuite(name: string, db: () => Promise<string | unde
         expect((await call('POST', '/node/n1/refresh')).status).toBe(404)
       })
 
-      it('disables with DELETE (still listed, enabled false); PUT enabled=1 enables again', async () => {
+      it('disables with DELETE: no longer listed in either generation, still viewable by name; PUT enabled=1 enables again', async () => {
+        const listed = async (): Promise<Record<string, string[]>> => {
+          const out: Record<string, string[]> = {}
+          for (const p of ['/api/node', '/api/v1/node', '/node']) out[p] = Object.keys((await call('GET', p)).body.nodes as Json).sort()
+          out.workers = [(await call('GET', '/api/node?mode=workers')).text]
+          return out
+        }
+        const both = { '/api/node': ['n1', 'n2'], '/api/v1/node': ['n1', 'n2'], '/node': ['n1', 'n2'], workers: ['n1 n2'] }
+        const onlyN1 = { '/api/node': ['n1'], '/api/v1/node': ['n1'], '/node': ['n1'], workers: ['n1'] }
+        expect(await listed()).toEqual(both)
         expect((await call('DELETE', '/api/node/n2')).body).toEqual({ success: true })
         expect((await d.store.getNode('n2'))?.enabled).toBe(false)
-        expect((await call('GET', '/api/node')).body.nodes).toHaveProperty('n2.enabled', false)
-        expect((await call('GET', '/api/node?mode=workers')).text).toBe('n1')
+        expect(await listed()).toEqual(onlyN1)
+        // Its history is kept: viewable by name, and PUT finds it by name.
+        expect((await call('GET', '/api/node/n2')).body).toMatchObject({ success: true, nodes: [{ name: 'n2', enabled: false }] })
+        expect((await call('GET', '/node/n2')).body).toMatchObject({ name: 'n2', enabled: false })
         expect((await call('PUT', '/node/n2', new URLSearchParams({ enabled: '1' }))).text).toBe('null')
         expect((await d.store.getNode('n2'))?.enabled).toBe(true)
+        expect(await listed()).toEqual(both)
         const older = await call('DELETE', '/node/n2')
         expect(older.text).toBe('null')
         expect((await d.store.getNode('n2'))?.enabled).toBe(false)
+        expect(await listed()).toEqual(onlyN1)
         expect((await call('DELETE', '/api/node/nope')).status).toBe(404)
       })
     })

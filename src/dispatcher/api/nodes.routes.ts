@@ -15,9 +15,10 @@ export function nodesRoutes(app: FastifyInstance, svc: DispatcherService): void 
 
   addRoute(app, {
     method: 'GET', url: '/node', generations: [...both],
-    schema: { tags, summary: 'List the nodes (disabled ones too, with `enabled`); ?mode=workers: enabled names as text', querystring: NodeListQuery, response: { 200: AnyBody, ...errors } },
+    schema: { tags, summary: 'List the enabled nodes (a disabled one is no longer listed; GET /node/<name> still shows it); ?mode=workers: their names as text', querystring: NodeListQuery, response: { 200: AnyBody, ...errors } },
     handler: async (request, reply, newer) => {
-      const nodes = await svc.store.listNodes()
+      // The spec: "a disabled node is no longer listed or given tasks; its history is kept".
+      const nodes = await svc.store.listNodes({ enabledOnly: true })
       if ((request.query as { mode?: string }).mode === 'workers') return workers(reply, nodes)
       return answer(newer, { nodes: Object.fromEntries(nodes.map((n) => [n.name, nodeView(n)])) })
     }
@@ -45,7 +46,7 @@ export function nodesRoutes(app: FastifyInstance, svc: DispatcherService): void 
     schema: { tags, summary: 'One node (newer: `nodes` holds it as a one-element array)', params: NodeNameParams, querystring: NodeListQuery, response: { 200: AnyBody, ...errors } },
     handler: async (request, reply, newer) => {
       const { name } = request.params as Params
-      if ((request.query as { mode?: string }).mode === 'workers') return workers(reply, await svc.store.listNodes())
+      if ((request.query as { mode?: string }).mode === 'workers') return workers(reply, await svc.store.listNodes({ enabledOnly: true }))
       const node = await svc.nodeOr404(name)
       return answer(newer, { nodes: [nodeView(node)] }, nodeView(node))
     }
@@ -81,7 +82,7 @@ export function nodesRoutes(app: FastifyInstance, svc: DispatcherService): void 
 
   addRoute(app, {
     method: 'DELETE', url: '/node/:name', generations: [...both],
-    schema: { tags, summary: 'Disable a node (its history is kept; PUT enabled=1 enables it again)', params: NodeNameParams, response: { 200: Ok, ...errors } },
+    schema: { tags, summary: 'Disable a node: no longer listed nor given tasks (its history is kept; PUT enabled=1 enables it again)', params: NodeNameParams, response: { 200: Ok, ...errors } },
     handler: async (request, _reply, newer) => {
       await svc.updateNode((request.params as Params).name, { enabled: false })
       return answer(newer, {}, null)
@@ -106,8 +107,8 @@ function nodeView(n: NodeRow) {
   }
 }
 
-/** Cuckoo 2's `?mode=workers`: the enabled node names, sorted, space-separated, as plain text. */
+/** Cuckoo 2's `?mode=workers`: the (enabled) node names, sorted, space-separated, as plain text. */
 function workers(reply: import('fastify').FastifyReply, nodes: NodeRow[]) {
-  const names = nodes.filter((n) => n.enabled).map((n) => n.name).sort()
+  const names = nodes.map((n) => n.name).sort()
   return reply.type('text/plain; charset=utf-8').send(names.join(' '))
 }

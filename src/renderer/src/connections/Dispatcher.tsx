@@ -17,6 +17,7 @@ interface DistNode {
 function nodeState(n: DistNode): { text: string; title: string } {
   if (n.enabled === undefined && n.failures === undefined) return { text: '—', title: 'not reported by this dispatcher' }
   const seen = n.last_seen ? `last answered ${n.last_seen}` : 'never answered'
+  // Aviary's dispatcher lists enabled nodes only (the spec); earlier versions listed disabled ones too.
   if (n.enabled === false) return { text: 'disabled', title: seen }
   // The worker's default threshold of failed contacts (src/dispatcher/worker).
   if ((n.failures ?? 0) >= 3) return { text: 'unreachable', title: `${n.failures} failed contacts; ${seen}` }
