@@ -7,27 +7,17 @@
 //   overhead  wall − analysis: result server, capture start/stop, agent sequence, teardown
 // Also the whole run's wall time. As root. Uses netns indexes 4-7 (10.204.4-7.0/24).
 // Usage: node bench/engine-overhead.bench.mjs [--tasks N]
-import { build } from 'esbuild'
-import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { netnsFixture, root, serve, stop } from './netns-serve.mjs'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
 const TASKS = args.includes('--tasks') ? Number(args[args.indexOf('--tasks') + 1]) : 50
 const GUESTS = 4
 
-mkdirSync(path.join(root, 'out'), { recursive: true })
-const work = mkdtempSync(path.join(root, 'out', 'overhead-bench-'))
-await build({
-  absWorkingDir: root, entryPoints: { guest: 'test/guests/netns-guest.ts' }, outdir: work, outExtension: { '.js': '.mjs' },
-  bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning'
-})
-const { createNetnsGuest } = await import(path.join(work, 'guest.mjs'))
-process.chdir(root)
+const { createNetnsGuest, cleanup } = await netnsFixture('overhead')
 
 const guests = []
 const data = mkdtempSync(path.join(tmpdir(), 'aviary-bench-overhead-'))
@@ -44,16 +34,8 @@ try {
     resultserver: { ip: '0.0.0.0', port: 0 },
     machines: guests.map((g, i) => ({ name: `g${i}`, ip: g.guestIp, platform: 'linux', interface: g.hostIf, resultserver_ip: g.hostIp }))
   }))
-  server = spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', data, '-p', '0'], { stdio: ['ignore', 'ignore', 'pipe'] })
-  let err = ''
-  const url = await new Promise((resolve, reject) => {
-    server.stderr.on('data', (b) => {
-      err += b
-      const m = /analysis API on (http:\/\/\S+)/.exec(err)
-      if (m) resolve(m[1])
-    })
-    server.once('exit', (code) => reject(new Error(`aviary serve exited (${code}): ${err}`)))
-  })
+  let url
+  ;({ server, url } = await serve(data))
 
   const t0 = performance.now()
   const ids = []
@@ -68,7 +50,7 @@ try {
   for (const id of ids) {
     for (;;) {
       const { task } = await (await fetch(`${url}/tasks/view/${id}`)).json()
-      if (task.status === 'completed' || task.status === 'failed_analysis') {
+      if (['completed', 'reported', 'failed_processing', 'failed_analysis'].includes(task.status)) {
         const { timeline } = await (await fetch(`${url}/tasks/timeline/${id}`)).json()
         const at = (stage) => timeline.find((e) => e.stage === stage)?.time
         rows.push({ id, status: task.status, wall: at('completed') - at('machine_locked'), analysis: at('finished') - at('analyzer_started') })
@@ -78,8 +60,8 @@ try {
     }
   }
   const total = (performance.now() - t0) / 1000
-  const failed = rows.filter((r) => r.status !== 'completed').length
-  const ok = rows.filter((r) => r.status === 'completed' && Number.isFinite(r.analysis))
+  const failed = rows.filter((r) => r.status === 'failed_analysis').length
+  const ok = rows.filter((r) => r.status !== 'failed_analysis' && Number.isFinite(r.analysis))
   const overhead = ok.map((r) => (r.wall - r.analysis) / 1000).sort((a, b) => a - b)
   const pick = (p) => +overhead[Math.min(overhead.length - 1, Math.ceil(p * overhead.length) - 1)].toFixed(2)
   console.log(JSON.stringify({
@@ -89,11 +71,8 @@ try {
     wall_total_s: +total.toFixed(1), tasks_per_minute: +((TASKS / total) * 60).toFixed(1)
   }))
 } finally {
-  if (server) {
-    server.kill('SIGTERM')
-    await new Promise((r) => (server.exitCode !== null ? r() : server.once('exit', r)))
-  }
+  await stop(server)
   for (const g of guests) await g.close()
   rmSync(data, { recursive: true, force: true })
-  rmSync(work, { recursive: true, force: true })
+  cleanup()
 }

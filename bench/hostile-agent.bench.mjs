@@ -9,28 +9,18 @@
 //   after    5 s after the last task ended
 // and each task's final status and how long it held its machine. As root. netns 50-53.
 // Usage: node bench/hostile-agent.bench.mjs [--rounds N]
-import { build } from 'esbuild'
-import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { netnsFixture, root, serve, stop } from './netns-serve.mjs'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
 const ROUNDS = args.includes('--rounds') ? Number(args[args.indexOf('--rounds') + 1]) : 3
 const BEHAVIOURS = [['/', 'huge'], ['/status', 'endless'], ['/status', 'drip'], ['/status', 'cap']]
 const MiB = 1024 * 1024
 
-mkdirSync(path.join(root, 'out'), { recursive: true })
-const work = mkdtempSync(path.join(root, 'out', 'hostile-bench-'))
-await build({
-  absWorkingDir: root, entryPoints: { guest: 'test/guests/netns-guest.ts' }, outdir: work, outExtension: { '.js': '.mjs' },
-  bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning'
-})
-const { createNetnsGuest } = await import(path.join(work, 'guest.mjs'))
-process.chdir(root)
+const { createNetnsGuest, cleanup } = await netnsFixture('hostile')
 
 const rssMiB = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024
 const guests = []
@@ -49,16 +39,8 @@ try {
     resultserver: { port: 0, task_max_size: 8 * MiB },
     machines: guests.map((g, i) => ({ name: `h${i}`, ip: g.guestIp, platform: 'linux', interface: g.hostIf, resultserver_ip: g.hostIp }))
   }))
-  server = spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', data, '-p', '0'], { stdio: ['ignore', 'ignore', 'pipe'] })
-  let err = ''
-  const url = await new Promise((resolve, reject) => {
-    server.stderr.on('data', (b) => {
-      err = (err + b).slice(-4096)
-      const m = /analysis API on (http:\/\/\S+)/.exec(err)
-      if (m) resolve(m[1])
-    })
-    server.once('exit', (code) => reject(new Error(`aviary serve exited (${code}): ${err}`)))
-  })
+  let url
+  ;({ server, url } = await serve(data))
   await sleep(2000)
   const before = rssMiB(server.pid)
   const during = []
@@ -100,11 +82,8 @@ try {
     reasons: [...new Set(rows.map((r) => r.reason))]
   }, null, 1))
 } finally {
-  if (server) {
-    server.kill('SIGTERM')
-    await new Promise((r) => (server.exitCode !== null ? r() : server.once('exit', r)))
-  }
+  await stop(server)
   for (const g of guests) await g.close()
   rmSync(data, { recursive: true, force: true })
-  rmSync(work, { recursive: true, force: true })
+  cleanup()
 }

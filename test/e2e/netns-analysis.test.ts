@@ -156,20 +156,25 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
     expect(report.behavior.processes).toEqual([])
   }, 90_000)
 
-  it('an analyzer that never finishes hits the critical timeout: the task fails with the reason', async () => {
-    // An analyzer folder of our own that never reports completion, for this guest's platform.
-    const stall = mkdtempSync(path.join(tmpdir(), 'aviary-stall-'))
-    writeFileSync(path.join(stall, 'analyzer.cjs'), 'setInterval(() => undefined, 60_000)\n')
+  /** The guest's machine from now on runs the analyzer folder `dir` (machines.json rewritten and reloaded). */
+  function useAnalyzer(dir: string, extra: Record<string, unknown> = {}): void {
     writeFileSync(path.join(h.dataDir, 'machines.json'), JSON.stringify({
       driver: 'physical',
       interface: guest.hostIf,
       resultserver: { ip: guest.hostIp, port: 0 },
       screenshots: { interval: 0 },
-      timeouts: { critical: 2 },
-      analyzers: { linux: { path: stall } },
-      machines: [{ name: 'netns1', ip: guest.guestIp, platform: 'linux' }]
+      analyzers: { linux: { path: dir } },
+      machines: [{ name: 'netns1', ip: guest.guestIp, platform: 'linux' }],
+      ...extra
     }))
     expect(h.service.engine!.reloadConfig()).toBe(true)
+  }
+
+  it('an analyzer that never finishes hits the critical timeout: the task fails with the reason', async () => {
+    // An analyzer folder of our own that never reports completion, for this guest's platform.
+    const stall = mkdtempSync(path.join(tmpdir(), 'aviary-stall-'))
+    writeFileSync(path.join(stall, 'analyzer.cjs'), 'setInterval(() => undefined, 60_000)\n')
+    useAnalyzer(stall, { timeouts: { critical: 2 } })
     const id = await submitFile(h, 'never.sh', '#!/bin/sh\nexit 0\n', { timeout: '2' })
     expect(await waitForTask(h, id, ['completed', 'failed_analysis'], 60_000)).toBe('failed_analysis')
     const { body } = await h.json<{ task: { errors: string[] } }>(`/tasks/view/${id}`)
@@ -183,15 +188,7 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
   it('an analyzer that dies is named at once, not after the timeout', async () => {
     const dies = mkdtempSync(path.join(tmpdir(), 'aviary-dies-'))
     writeFileSync(path.join(dies, 'analyzer.cjs'), 'setTimeout(() => process.exit(7), 500)\n')
-    writeFileSync(path.join(h.dataDir, 'machines.json'), JSON.stringify({
-      driver: 'physical',
-      interface: guest.hostIf,
-      resultserver: { ip: guest.hostIp, port: 0 },
-      screenshots: { interval: 0 },
-      analyzers: { linux: { path: dies } },
-      machines: [{ name: 'netns1', ip: guest.guestIp, platform: 'linux' }]
-    }))
-    expect(h.service.engine!.reloadConfig()).toBe(true)
+    useAnalyzer(dies)
     const t0 = Date.now()
     const id = await submitFile(h, 'short.sh', '#!/bin/sh\nexit 0\n', { timeout: '60' })
     expect(await waitForTask(h, id, ['completed', 'reported', 'failed_analysis', 'failed_processing'], 60_000)).not.toBe('failed_analysis')
