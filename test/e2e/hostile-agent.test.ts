@@ -25,9 +25,9 @@ interface Scenario {
 }
 
 export const SCENARIOS: Scenario[] = [
-  { route: '/', behaviour: 'huge', status: 'failed_analysis', reason: /^the agent misbehaved: GET \/ .*announced an answer of 1073741824 bytes/ },
-  { route: '/', behaviour: 'endless', status: 'failed_analysis', reason: /^the agent misbehaved: GET \/ .*longer than the 65536 bytes/ },
-  { route: '/', behaviour: 'drip', status: 'failed_analysis', reason: /^the agent misbehaved: GET \/ .*still sending its answer to GET \// },
+  { route: '/', behaviour: 'huge', status: 'failed_analysis', reason: /^the agent misbehaved: asking the agent what it is \(GET \/ on .*announced an answer of 1073741824 bytes/ },
+  { route: '/', behaviour: 'endless', status: 'failed_analysis', reason: /^the agent misbehaved: asking the agent what it is \(GET \/ on .*longer than the 65536 bytes/ },
+  { route: '/', behaviour: 'drip', status: 'failed_analysis', reason: /^the agent misbehaved: asking the agent what it is \(GET \/ on .*still sending its answer to GET \// },
   { route: '/', behaviour: 'html', status: 'failed_analysis', reason: /not a Cuckoo-compatible agent \(GET \/ gave HTTP 200, not JSON\)/ },
   { route: '/status', behaviour: 'endless', status: 'failed_analysis', reason: /^the agent misbehaved: 3 status polls .*longer than the 65536 bytes/ },
   { route: '/status', behaviour: 'drip', status: 'failed_analysis', reason: /still sending its answer to GET \/status/ },
