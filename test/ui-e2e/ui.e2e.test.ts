@@ -113,6 +113,8 @@ describe('the UI in Chromium', () => {
       await shot(`task-${tab.toLowerCase().replace(/\W+/g, '-')}`)
     }
     await page.getByRole('tab', { name: 'Behavior' }).click()
+    // The tab switches after the click resolves: wait for its content, then read it.
+    await page.locator('main').getByText('sleep 2').first().waitFor({ timeout: 10_000 })
     const behavior = (await page.locator('main').textContent()) ?? ''
     expect(behavior).toContain('sleep 2')
     // The command line names the sample as the guest ran it: the RLO shown as a marker, no mojibake.
