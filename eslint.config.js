@@ -70,6 +70,16 @@ export default tseslint.config(
     }
   },
   {
+    // The root helper runs as root: the less it imports, the less runs with root's rights.
+    files: ['src/rooter/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/core/**', '**/shared/**', '**/agent/**', '**/dispatcher/**', '**/guest-protocol/**', '**/main/**', '**/renderer/**', 'electron'], message: 'The rooter imports nothing of the rest of Aviary (the service imports its protocol.ts).' }] }
+      ]
+    }
+  },
+  {
     files: ['src/agent/**/*.ts'],
     rules: {
       'no-restricted-imports': [

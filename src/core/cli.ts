@@ -27,13 +27,16 @@ const size = (v: string): number => {
 export async function main(argv: string[]): Promise<number> {
   // The dispatcher shares nothing with the service: loaded only when asked for.
   if (argv[0] === 'dist' || argv[0] === 'dist-worker') return (await import('../dispatcher/cli')).runDistCli(argv)
+  // The root helper imports nothing of the service: loaded only when asked for.
+  if (argv[0] === 'rooter') return (await import('../rooter/cli')).runRooterCli(argv)
   let exitCode = 0
   const program = new Command('aviary')
     .description('Aviary: a malware-analysis sandbox with a Cuckoo-compatible API')
     .version(VERSION)
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
-    .addHelpText('after', '\nThe distributed dispatcher: aviary dist --help, aviary dist-worker --help')
+    .addHelpText('after', '\nThe distributed dispatcher: aviary dist --help, aviary dist-worker --help\n' +
+      'The root helper for routes: aviary rooter --help, aviary rooter install --help')
 
   program
     .command('serve')

@@ -1,0 +1,82 @@
+// The fake internet of the inetsim route: Debian's INetSim, run by the rooter (INetSim must start
+// as root; it then runs its services as the `inetsim` user) on the configured address of the
+// guests' network, from a configuration the rooter writes itself: every default service, bound
+// there, and DNS answering every name with that same address. Started with the rooter, stopped
+// with it; the rooter's nft rules send the guests' traffic to it.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+
+const SERVICES = ['dns', 'http', 'https', 'smtp', 'smtps', 'pop3', 'pop3s', 'ftp', 'ftps', 'tftp', 'irc', 'ntp', 'finger', 'ident',
+  'syslog', 'time_tcp', 'time_udp', 'daytime_tcp', 'daytime_udp', 'echo_tcp', 'echo_udp', 'discard_tcp', 'discard_udp',
+  'quotd_tcp', 'quotd_udp', 'chargen_tcp', 'chargen_udp', 'dummy_tcp', 'dummy_udp']
+
+export function inetsimConf(address: string): string {
+  return [...SERVICES.map((s) => `start_service ${s}`), `service_bind_address ${address}`, `dns_default_ip ${address}`, ''].join('\n')
+}
+
+function listening(ip: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host: ip, port })
+    const done = (ok: boolean): void => {
+      s.destroy()
+      resolve(ok)
+    }
+    s.setTimeout(500, () => done(false))
+    s.once('connect', () => done(true))
+    s.once('error', () => done(false))
+  })
+}
+
+export class InetSim {
+  private child: ChildProcess | null = null
+  private dir: string | null = null
+  private tail = ''
+
+  constructor(private readonly address: string, private readonly log: (m: string) => void, private readonly program = 'inetsim') {}
+
+  /** Starts INetSim and resolves once its HTTP service answers (INetSim forks its services one by one). */
+  async start(timeoutMs = 60_000): Promise<void> {
+    this.dir = mkdtempSync(path.join(tmpdir(), 'aviary-inetsim-'))
+    const conf = path.join(this.dir, 'inetsim.conf')
+    writeFileSync(conf, inetsimConf(this.address), { mode: 0o644 })
+    const child = spawn(this.program, [`--config=${conf}`, `--pidfile=${path.join(this.dir, 'inetsim.pid')}`], { stdio: ['ignore', 'pipe', 'pipe'] })
+    this.child = child
+    const keep = (b: Buffer): void => { this.tail = (this.tail + b.toString()).slice(-2000) }
+    child.stdout?.on('data', keep)
+    child.stderr?.on('data', keep)
+    let exited: string | null = null
+    child.once('error', (err) => { exited = err.message })
+    child.once('exit', (code, signal) => {
+      exited ??= `exited (${signal ?? code})`
+      if (this.child === child) this.log(`INetSim ${exited}: ${this.tail.trim().split('\n').slice(-3).join(' | ')}`)
+    })
+    const end = Date.now() + timeoutMs
+    while (!(await listening(this.address, 80))) {
+      if (exited !== null) throw new Error(`INetSim did not start: ${exited}: ${this.tail.trim().split('\n').slice(-3).join(' | ')}`)
+      if (Date.now() > end) throw new Error(`INetSim did not answer on ${this.address}:80 within ${timeoutMs / 1000} s`)
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    this.log(`INetSim answers on ${this.address}`)
+  }
+
+  get running(): boolean {
+    return this.child !== null && this.child.exitCode === null && this.child.signalCode === null
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child
+    this.child = null
+    if (child !== null && child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+      child.kill('SIGTERM')
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000)
+      await gone
+      clearTimeout(t)
+    }
+    if (this.dir !== null) rmSync(this.dir, { recursive: true, force: true })
+    this.dir = null
+  }
+}

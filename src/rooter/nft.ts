@@ -1,0 +1,112 @@
+// The nftables rules of the routes, in Aviary's own table (`inet aviary`), and nothing else. The
+// table has one base chain per hook; each jumps through a verdict map keyed by the guest's address
+// to that guest's own chains, so turning a route on or off is adding or deleting one guest's map
+// elements and chains in one atomic `nft -f` run, and no rule ever matches another address.
+// Scripts are built only from requests validate.ts accepted (addresses, interface names, ports),
+// and passed to nft on stdin: never through a shell.
+import { execFile } from 'node:child_process'
+import type { EnableRequest } from './protocol'
+
+export const TABLE = 'inet aviary'
+
+/** Never reached by the internet route: private, shared, loopback, link-local, multicast, reserved. */
+export const NOT_OUTSIDE = [
+  '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.0.0.0/24',
+  '192.168.0.0/16', '198.18.0.0/15', '224.0.0.0/4', '240.0.0.0/4'
+]
+
+/** Ports INetSim serves (inetsim.conf defaults); other TCP and UDP goes to its dummy service on port 1. */
+export const INETSIM_TCP = [21, 25, 79, 80, 110, 113, 443, 465, 990, 995, 6667, 7, 9, 13, 17, 19, 37, 53]
+export const INETSIM_UDP = [53, 69, 123, 514, 7, 9, 13, 17, 19, 37]
+
+const MAPS = ['guest_in', 'guest_fwd', 'guest_back', 'guest_pre', 'guest_post'] as const
+
+/** The table from scratch: sets, maps and base chains, no guest. */
+export function baseScript(): string {
+  return `table inet aviary {
+  set not_outside { type ipv4_addr; flags interval; elements = { ${NOT_OUTSIDE.join(', ')} } }
+${MAPS.map((m) => `  map ${m} { type ipv4_addr : verdict; }`).join('\n')}
+  chain input { type filter hook input priority filter - 10; policy accept; ip saddr vmap @guest_in; }
+  chain forward { type filter hook forward priority filter - 10; policy accept; ip saddr vmap @guest_fwd; ip daddr vmap @guest_back; }
+  chain prerouting { type nat hook prerouting priority dstnat - 10; policy accept; ip saddr vmap @guest_pre; }
+  chain postrouting { type nat hook postrouting priority srcnat - 10; policy accept; ip saddr vmap @guest_post; }
+}
+`
+}
+
+const id = (guest: string): string => `g_${guest.replace(/\./g, '_')}`
+
+/** The guest's chains and map elements for its route. `hostNetworks`: this host's own networks (CIDR). */
+export function enableScript(r: EnableRequest, hostNetworks: string[]): string {
+  const g = id(r.guest)
+  const rs = r.resultserver
+  const out: string[] = [`add counter ${TABLE} c_${g}`]
+  const chain = (name: string, rules: string[]): void => {
+    out.push(`add chain ${TABLE} ${g}_${name}`)
+    for (const rule of rules) out.push(`add rule ${TABLE} ${g}_${name} ${rule}`)
+  }
+  const drop = (where: string): string[] => [
+    `limit rate 20/second burst 20 packets log prefix "aviary ${r.guest} ${where}: " level info`,
+    `counter name "c_${g}" drop`
+  ]
+  const outside = r.route === 'internet' || r.route === 'vpn'
+  const inetsim = r.route === 'inetsim' ? r.inetsim! : null
+  // To the host: the result server, DHCP, answers to what the host opened (the agent), and what
+  // the prerouting rules below sent to INetSim or the proxy.
+  chain('in', [
+    'ct state established,related accept',
+    `ip daddr ${rs.ip} tcp dport ${rs.port} accept`,
+    'udp sport 68 udp dport 67 accept',
+    ...(inetsim !== null || r.mitm !== undefined ? ['ct status dnat accept'] : []),
+    ...drop('to the host')
+  ])
+  const hostNets = hostNetworks.length > 0 ? [`ip daddr { ${hostNetworks.join(', ')} } counter name "c_${g}" drop`] : []
+  chain('fwd', outside
+    ? [`ip daddr @not_outside counter name "c_${g}" drop`, ...hostNets, `oifname "${r.interface!}" accept`, ...drop('forwarded')]
+    : drop('forwarded'))
+  // Nothing but answers reaches the guest from elsewhere (the LAN, another guest).
+  chain('back', ['ct state established,related accept', `counter name "c_${g}" drop`])
+  const pre: string[] = []
+  if (r.mitm !== undefined) {
+    const to = `dnat ip to ${r.mitm.ip}:${r.mitm.port}`
+    const ports = `tcp dport { ${r.mitm.ports.join(', ')} }`
+    pre.push(inetsim !== null ? `ip daddr != ${rs.ip} ${ports} ${to}` : `ip daddr != @not_outside ${ports} ${to}`)
+  }
+  if (inetsim !== null) {
+    const not = `ip daddr != ${rs.ip}`
+    pre.push(
+      `${not} tcp dport { ${INETSIM_TCP.join(', ')} } dnat ip to ${inetsim}`,
+      `${not} udp dport { ${INETSIM_UDP.join(', ')} } dnat ip to ${inetsim}`,
+      `${not} meta l4proto { tcp, udp } dnat ip to ${inetsim}:1`
+    )
+  }
+  chain('pre', pre)
+  chain('post', outside ? [`oifname "${r.interface!}" masquerade`] : [])
+  for (const m of MAPS) out.push(`add element ${TABLE} ${m} { ${r.guest} : jump ${g}_${m.slice('guest_'.length)} }`)
+  return out.join('\n') + '\n'
+}
+
+/** Removes the guest's map elements, chains and counter. */
+export function disableScript(guest: string): string {
+  const g = id(guest)
+  return [
+    ...MAPS.map((m) => `delete element ${TABLE} ${m} { ${guest} }`),
+    ...MAPS.map((m) => `delete chain ${TABLE} ${g}_${m.slice('guest_'.length)}`),
+    `delete counter ${TABLE} c_${g}`
+  ].join('\n') + '\n'
+}
+
+export function counterName(guest: string): string {
+  return `c_${id(guest)}`
+}
+
+/** Runs `nft` with `args`, the script (if any) on stdin; rejects with nft's own words. */
+export function nft(args: string[], script?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('nft', args, { timeout: 10_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`nft ${args.join(' ')}: ${(stderr || err.message).trim().split('\n').slice(0, 3).join(' ')}`))
+      else resolve(stdout)
+    })
+    child.stdin?.end(script ?? '')
+  })
+}
