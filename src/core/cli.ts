@@ -103,6 +103,8 @@ export async function main(argv: string[]): Promise<number> {
     .option('--owner <name>', 'owner')
     .option('--memory', 'full memory dump of the machine')
     .option('--enforce-timeout', 'run for the whole timeout')
+    .option('--route <name>', 'network route: none, drop, internet, inetsim or a VPN (GET /aviary/routes lists this host\'s)')
+    .option('--mitm', 'decrypt the task\'s HTTPS through the proxy')
     .option('--unique', 'skip samples that were submitted before')
     .option('--json', 'print the result as JSON')
     .addOption(new Option('--remote <base>', 'API base URL').env('AVIARY_URL').default(`http://${DEFAULT_HOST}:${DEFAULT_PORT}`))

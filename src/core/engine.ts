@@ -6,6 +6,8 @@
 import { existsSync, unwatchFile, watchFile } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { rooter } from './network/rooter-client'
+import type { RoutingSettings } from './network/routing-config'
 import type { Db } from './db/database'
 import type { StorageLayout } from './storage/layout'
 import type { TasksRepository } from './db/tasks.repository'
@@ -93,6 +95,11 @@ export class Engine {
     if (recovered.requeued.length) o.log.warn(`tasks queued again after an unclean stop: ${recovered.requeued.join(', ')}`)
     if (recovered.failed.length) o.log.error(`tasks failed after unclean stops: ${recovered.failed.join(', ')}`)
     const settings = () => this.settings!
+    // What a crashed run left in the rooter's table goes before any run turns a route on.
+    const routing = fleet.settings.routing
+    const routesReady = routing === null ? Promise.resolve() : rooter.flush(routing.rooter).then(
+      () => o.log.info('routes: the rooter\'s table is clean'),
+      (err: Error) => o.log.warn(`routes: could not clear what an earlier run left: ${err.message}`))
     const rs = settings().resultserver
     const resultServer = new ResultServer({
       limits: { uploadMaxSize: rs.uploadMaxSize, taskMaxSize: rs.taskMaxSize },
@@ -101,7 +108,7 @@ export class Engine {
     let scheduler: Scheduler | null = null
     const runner = new AnalysisRunner({
       layout: o.layout, tasks: o.tasks, queue, machines: o.machines, guests, timeline: o.timeline, samples: o.samples,
-      resultServer, settings, analyzerDir: o.analyzerDir ?? defaultAnalyzerDir(),
+      resultServer, settings, analyzerDir: o.analyzerDir ?? defaultAnalyzerDir(), routesReady,
       driver: (kind) => this.drivers!.get(kind),
       log: o.log
     }, () => scheduler?.kick())
@@ -129,6 +136,11 @@ export class Engine {
     watchFile(o.layout.machinesConfig, { interval: o.configPollMs ?? 1000 }, this.onConfigChange)
     scheduler.start()
     processor.start()
+  }
+
+  /** The routes of machines.json now (null: nothing is routed), for submissions. */
+  routing(): RoutingSettings | null {
+    return this.settings?.routing ?? null
   }
 
   /**

@@ -13,6 +13,7 @@ import { MachinesRepository } from './db/machines.repository'
 import { TimelineRepository } from './db/timeline.repository'
 import { EventBus } from './events/event-bus'
 import { Engine } from './engine'
+import type { RoutingSettings } from './network/routing-config'
 import { loadFleetConfig } from './machinery/machines-config'
 import { HashPool } from './hashing/hash-pool'
 import { createFileTypeDetector } from './hashing/magic'
@@ -108,6 +109,8 @@ export class AviaryService {
     const unlock = lockDataDir(layout.root)
     let db: Db | null = null
     let engine: Engine | null = null
+    /** The routes when no engine runs (they are read once). */
+    let staticRouting: RoutingSettings | null = null
     const pool = new HashPool(this.opts.hashWorker)
     try {
       await cleanTmp(layout.tmp)
@@ -125,7 +128,8 @@ export class AviaryService {
           version: VERSION,
           store,
           submit: new SubmitService({
-            tasks, samples, machines, store, layout, submits: new SubmitsRepository(db), unpackLimits: this.opts.unpackLimits
+            tasks, samples, machines, store, layout, submits: new SubmitsRepository(db), unpackLimits: this.opts.unpackLimits,
+            routing: () => (engine ? engine.routing() : staticRouting)
           }),
           tasks: new TasksService(tasks, layout),
           results: new ResultsService(layout, tasks),
@@ -140,6 +144,7 @@ export class AviaryService {
           aviaryStats: new AviaryStatsService(new TaskStats(db), machines, layout.root),
           // The engine is made after the app: read when a request comes.
           get fleet() { return engine?.fleet ?? null },
+          routing: () => (engine ? engine.routing() : staticRouting),
           requestExit: () => (this.opts.onExitRequest ?? (() => void this.stop()))()
         },
         {
@@ -162,7 +167,9 @@ export class AviaryService {
         // Before the API listens: tasks a crash left running are recovered before anyone asks.
         engine.start()
       } else {
-        machines.sync(loadFleetConfig(layout.machinesConfig).machines)
+        const fleet = loadFleetConfig(layout.machinesConfig)
+        machines.sync(fleet.machines)
+        staticRouting = fleet.settings.routing
       }
       await app.listen({ host: this.opts.host ?? DEFAULT_HOST, port: this.opts.port ?? DEFAULT_PORT })
       const address = app.server.address() as AddressInfo

@@ -18,6 +18,8 @@ interface SubmitOptions {
   owner?: string
   memory?: boolean
   enforceTimeout?: boolean
+  route?: string
+  mitm?: boolean
   unique?: boolean
   json?: boolean
   remote: string
@@ -32,8 +34,11 @@ interface Outcome {
 
 export async function runSubmit(targets: string[], o: SubmitOptions): Promise<number> {
   const client = new AnalysisClient(o.remote, { token: o.apiToken })
+  // The route and the proxy travel in options, as Cuckoo carries route=<name>.
+  const extra = [...(o.route ? [`route=${o.route}`] : []), ...(o.mitm ? ['mitm=1'] : [])]
+  const options = [o.options, ...extra].filter((x) => x !== undefined && x !== '').join(',') || undefined
   const fields: Fields = {
-    package: o.package, timeout: o.timeout, priority: o.priority, options: o.options, machine: o.machine,
+    package: o.package, timeout: o.timeout, priority: o.priority, options, machine: o.machine,
     platform: o.platform, tags: o.tags, custom: o.custom, owner: o.owner, memory: o.memory,
     enforce_timeout: o.enforceTimeout
   }

@@ -106,3 +106,9 @@ export const MAX_FORM_FIELD = 1 * MiB
 
 /** Form fields of Aviary's additions: `run` names the run an analyzer belongs to (run-identity.ts). */
 export const RUN_FIELD = 'run'
+
+/**
+ * Next to analysis.conf when the task's TLS is decrypted: the proxy's CA certificate (PEM), which
+ * Aviary's analyzer adds to the guest's trust store for the run and removes afterwards.
+ */
+export const TRUSTED_CA_FILE = 'aviary-ca.pem'

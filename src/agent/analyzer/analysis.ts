@@ -17,6 +17,7 @@ import { choosePackage, launchFor } from './packages.js'
 import { ProcMonitor } from './proc-monitor.js'
 import { parseStrace, type StraceResult } from './strace-log.js'
 import { WindowsMonitor } from './windows-monitor.js'
+import { trustProxyCa } from './trust.js'
 
 type Platform = 'linux' | 'windows'
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
@@ -158,6 +159,9 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     strace !== null
       ? [strace, ['-f', '-ttt', '-yy', '-s', '1024', '-e', 'trace=process,file,network', '-o', traceFile, '--', launch.file, ...launch.args]]
       : [launch.file, launch.args]
+  const untrust = trustProxyCa(analyzerDir, conf.run, log)
+  // Also when the analysis fails on the way: the CA never outlives the run.
+  if (untrust !== null) process.once('exit', untrust)
   const started = Date.now()
   const record: AnalyzerRecord = {
     type: 'analyzer', version: BEHAVIOR_FORMAT_VERSION, task: conf.id, package: launch.package, platform, category: conf.category,
@@ -208,6 +212,7 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     record.reason = 'start-failed'
   }
   record.ended = Date.now()
+  untrust?.()
 
   let traced: StraceResult | null = null
   if (strace !== null && existsSync(traceFile)) {

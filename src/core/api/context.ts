@@ -13,6 +13,7 @@ import type { TaskSearch } from '../db/task-search'
 import type { AviaryStatsService } from '../status/aviary-stats.service'
 import type { Fleet } from '../fleet/fleet.service'
 import type { ConnectionsService } from '../connections/connections.service'
+import type { RoutingSettings } from '../network/routing-config'
 
 export interface ApiContext {
   version: string
@@ -33,6 +34,8 @@ export interface ApiContext {
   aviaryStats: AviaryStatsService
   /** Machine controls and the doctor, from the running engine; null while it is off. */
   readonly fleet: Fleet | null
+  /** The routes of machines.json now; null: this host routes nothing. */
+  routing(): RoutingSettings | null
   /** Stops the service (GET /exit in debug mode). */
   requestExit: () => void
 }

@@ -170,6 +170,11 @@ export class TasksRepository {
     return this.db.prepare<[number], number>('SELECT id FROM tasks WHERE sample_id = ? ORDER BY id').pluck().all(sampleId)
   }
 
+  /** The route a run took (Cuckoo shows it once the analysis starts). */
+  setRoute(id: number, route: string): void {
+    this.db.prepare('UPDATE tasks SET route = ? WHERE id = ?').run(route, id)
+  }
+
   delete(id: number): boolean {
     return this.deleteStmt.run(id).changes === 1
   }

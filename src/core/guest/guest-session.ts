@@ -12,14 +12,14 @@
 // goes to the analyzer so that one left from an earlier run cannot end this one (status-poll.ts).
 import type { GuestStartSpec } from './start-spec'
 import { access } from 'node:fs/promises'
-import net from 'node:net'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { EXCHANGE_MS, ROUTES, RUN_FIELD } from '../../guest-protocol/agent-api'
+import { EXCHANGE_MS, ROUTES, RUN_FIELD, TRUSTED_CA_FILE } from '../../guest-protocol/agent-api'
 import {
-  AgentError, agentErrorText, agentRequest, describeProgress, describeSocketError, errMessage, jsonObject,
+  AgentError, agentErrorText, agentRequest, describeProgress, errMessage, jsonObject,
   type AgentResponse, type ExchangeProgress, type RequestBody
 } from './agent-http'
+import { abortError, identify, NotAnAgent, tcpConnect, type AgentInfo } from './agent-identity'
 import { analysisConf, guestFileName, parseOptions } from './analysis-conf'
 import { analyzerTagsRun, buildAnalyzerZip } from './analyzer-zip'
 import { guestDirname, guestJoin, guestLayout, isWindows } from './guest-paths'
@@ -29,62 +29,12 @@ import { PollHistory, pollUntilFinal, type Completion } from './status-poll'
 export type { GuestStartSpec } from './start-spec'
 export type { Completion, CompletionOutcome } from './status-poll'
 
-export interface AgentInfo { kind: string; version: string | null; features: string[] }
+export type { AgentInfo } from './agent-identity'
+export { probeAgent } from './agent-identity'
 
 const SMALL_MS = EXCHANGE_MS.small
 const UPLOAD_MS = EXCHANGE_MS.uploadIdle
 const POLL_MS = EXCHANGE_MS.poll
-
-function abortError(what: string): Error {
-  const e = new Error(`${what}: interrupted`)
-  e.name = 'AbortError'
-  return e
-}
-
-/** GET / answered, but not as a Cuckoo-compatible agent does. */
-class NotAnAgent extends Error {}
-
-/** Tells the agents apart from GET / (§1.3). Throws NotAnAgent for the XML-RPC agent and for non-agents. */
-function identify(ip: string, port: number, res: AgentResponse): AgentInfo {
-  if (res.status === 501) {
-    throw new NotAnAgent(`the agent on ${ip}:${port} is Cuckoo's old XML-RPC agent (Cuckoo 1.x / 2.0-rc), which Aviary does not ` +
-      'support: install the agent.py of Cuckoo 2.0.x (or Aviary\'s agent) in the guest and take the snapshot again')
-  }
-  const j = jsonObject(res.body)
-  if (res.status !== 200 || !j) {
-    throw new NotAnAgent(`what answers on ${ip}:${port} is not a Cuckoo-compatible agent (GET / gave HTTP ${res.status}` +
-      `${j ? '' : ', not JSON'})`)
-  }
-  const words = `${typeof j.message === 'string' ? j.message : ''} ${String(res.headers.server ?? '')}`
-  const kind = /aviary/i.test(words) ? 'aviary' : /cape/i.test(words) ? 'cape' : /cuckoo/i.test(words) ? 'cuckoo' : 'unknown'
-  const features = Array.isArray(j.features) ? j.features.filter((f): f is string => typeof f === 'string') : []
-  return { kind, version: typeof j.version === 'string' ? j.version : null, features }
-}
-
-/** GET / once: which agent answers on ip:port. Throws with a clear message when none (or the old one) does. */
-export async function probeAgent(ip: string, port: number, timeoutMs: number): Promise<AgentInfo> {
-  const res = await agentRequest({ ip, port, method: 'GET', path: ROUTES.root, timeoutMs, deadlineMs: timeoutMs, step: 'asking the agent what it is' })
-  return identify(ip, port, res)
-}
-
-function tcpConnect(ip: string, port: number, timeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect({ host: ip, port })
-    const t = setTimeout(() => {
-      s.destroy()
-      reject(new Error('connect timed out'))
-    }, timeoutMs)
-    s.once('connect', () => {
-      clearTimeout(t)
-      s.destroy()
-      resolve()
-    })
-    s.once('error', (err: NodeJS.ErrnoException) => {
-      clearTimeout(t)
-      reject(new Error(describeSocketError(err)))
-    })
-  })
-}
 
 export class GuestSession {
   private readonly ip: string
@@ -243,6 +193,13 @@ export class GuestSession {
       parts: [{ name: 'filepath', value: guestJoin(spec.platform, dir, 'analysis.conf') },
         { name: 'file', filename: 'file', data: Buffer.from(analysisConf(spec, this.run), 'utf8') }]
     }, UPLOAD_MS, signal, undefined)
+
+    if (spec.caCert) {
+      await this.call('uploading the proxy\'s CA certificate', 'POST', ROUTES.store, {
+        kind: 'multipart',
+        parts: [{ name: 'filepath', value: guestJoin(spec.platform, dir, TRUSTED_CA_FILE) }, { name: 'file', filename: 'file', path: spec.caCert }]
+      }, UPLOAD_MS, signal, undefined)
+    }
 
     // Cuckoo's prepare_guest callback (the reboot auxiliary) runs before the sample upload.
     for (const f of spec.pushFiles) {

@@ -26,4 +26,6 @@ export interface GuestStartSpec {
    * never reverted: its analyzer may still run in the guest.
    */
   earlierRunMayLive?: boolean
+  /** The decrypting proxy's CA certificate (host path): the analyzer trusts it for the run. */
+  caCert?: string | null
 }

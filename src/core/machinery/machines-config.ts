@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { Type, type Static } from 'typebox'
 import Ajv from 'ajv'
+import { parseRouting, RoutingConfigError, RoutingSection, type RoutingSettings } from '../network/routing-config'
 
 const Name = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' })
 export const DRIVERS = ['kvm', 'virtualbox', 'physical'] as const
@@ -59,6 +60,7 @@ const MachinesFile = Type.Object({
     mode: Type.Optional(Type.Enum(['headless', 'gui']))
   }, { additionalProperties: false })),
   analyzers: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z0-9_-]{1,32}$' }), Analyzer)),
+  routing: Type.Optional(RoutingSection),
   machines: Type.Array(MachineEntry)
 }, { additionalProperties: false })
 type MachinesFile = Static<typeof MachinesFile>
@@ -95,6 +97,8 @@ export interface EngineSettings {
   virtualbox: { path: string; mode: 'headless' | 'gui' }
   /** Per platform; a platform without an entry gets Aviary's own analyzer. */
   analyzers: Record<string, AnalyzerConfig>
+  /** The routes of analyses (network/routing-config.ts); null: no `routing` section, nothing is routed. */
+  routing: RoutingSettings | null
 }
 
 export interface FleetConfig {
@@ -114,12 +118,14 @@ export const DEFAULT_SETTINGS: EngineSettings = {
   tcpdump: 'tcpdump',
   kvm: { uri: 'qemu:///system' },
   virtualbox: { path: '/usr/bin/VBoxManage', mode: 'headless' },
-  analyzers: {}
+  analyzers: {},
+  routing: null
 }
 
 // Ajv is what Fastify validates requests with: already in memory, nothing more to load.
 const checker = new Ajv({ allErrors: false, strict: false }).compile<MachinesFile>(MachinesFile)
-const TEMPLATE = { driver: 'kvm', resultserver: { ip: '192.168.122.1', port: 2042 }, machines: [] }
+// A new install routes every task `none` (no network) until the user offers more (docs/network.md).
+const TEMPLATE = { driver: 'kvm', resultserver: { ip: '192.168.122.1', port: 2042 }, routing: { default: 'none' }, machines: [] }
 
 /** Reads the machines file; writes an empty template first when there is none. */
 export function loadFleetConfig(file: string): FleetConfig {
@@ -131,6 +137,15 @@ export function loadFleetConfig(file: string): FleetConfig {
     throw new MachinesConfigError(`machines.json is not valid JSON: ${(err as Error).message}`)
   }
   return parseFleetConfig(raw)
+}
+
+function routingOf(r: RoutingSection | undefined): RoutingSettings | null {
+  try {
+    return parseRouting(r)
+  } catch (err) {
+    if (err instanceof RoutingConfigError) throw new MachinesConfigError(err.message)
+    throw err
+  }
 }
 
 export function parseFleetConfig(raw: unknown): FleetConfig {
@@ -160,7 +175,8 @@ export function parseFleetConfig(raw: unknown): FleetConfig {
     tcpdump: file.tcpdump ?? d.tcpdump,
     kvm: { uri: file.kvm?.uri ?? d.kvm.uri },
     virtualbox: { path: file.virtualbox?.path ?? d.virtualbox.path, mode: file.virtualbox?.mode ?? d.virtualbox.mode },
-    analyzers: Object.fromEntries(Object.entries(file.analyzers ?? {}).map(([platform, a]) => [platform, { path: a.path, monitor: a.monitor ?? null }]))
+    analyzers: Object.fromEntries(Object.entries(file.analyzers ?? {}).map(([platform, a]) => [platform, { path: a.path, monitor: a.monitor ?? null }])),
+    routing: routingOf(file.routing)
   }
   if (!isIP(settings.resultserver.ip)) {
     throw new MachinesConfigError(`machines.json: resultserver.ip: '${settings.resultserver.ip}' is not an IP address`)

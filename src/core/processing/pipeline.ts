@@ -13,6 +13,7 @@ import { fileInfo } from './file-info'
 import { debugInfo, droppedFiles, fullMemoryDump, processMemory, screenshots } from './artifacts'
 import { staticAnalysis } from './static'
 import { analyzeBehavior } from './behavior'
+import { readMitmFlows } from './network/mitm-flows'
 import { analyzePcap, emptyNetworkReport } from './network'
 import { yaraScan } from './yara'
 import { runSignatures } from './signatures'
@@ -105,7 +106,11 @@ export async function processAnalysis(ctx: ProcessingContext, o: PipelineOptions
   const memory = await step('memory', () => fullMemoryDump(ctx.dir), null)
   if (memory) report.memory = { file: memory.path, size: memory.size }
 
-  report.network = await step('network', () => analyzePcap(path.join(ctx.dir, 'dump.pcap'), { log: ctx.log }), emptyNetworkReport())
+  const network = await step('network', () => analyzePcap(path.join(ctx.dir, 'dump.pcap'), { log: ctx.log }), emptyNetworkReport())
+  // What the decrypting proxy saw, when the task asked for it.
+  const mitm = await step('network (decrypted)', () => readMitmFlows(ctx.dir), null)
+  if (mitm) Object.assign(network, mitm)
+  report.network = network
 
   // YARA over the sample, the dropped files and the memory dumps, with the user's rules.
   const scanned = [

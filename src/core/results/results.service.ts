@@ -169,6 +169,12 @@ export class ResultsService {
     return { kind: 'file', path: file, contentType: 'application/vnd.tcpdump.pcap', downloadName: `${id}.pcap` }
   }
 
+  /** The decrypting proxy's flows of a task, in mitmproxy's own format (open with mitmproxy -r). */
+  async flows(id: number): Promise<FileResult> {
+    const file = await this.existing(id, ['mitm', 'dump.mitm'], () => notFound('This task has no decrypted flows', ErrorCodes.FILE_NOT_FOUND))
+    return { kind: 'file', path: file, contentType: 'application/octet-stream', downloadName: `${id}.mitm` }
+  }
+
   async sampleFile(sha256: string): Promise<FileResult> {
     const missing = () => notFound('File not found', ErrorCodes.FILE_NOT_FOUND)
     const file = await this.contained(this.layout.binary(sha256.toLowerCase()), missing)

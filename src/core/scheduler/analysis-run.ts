@@ -18,6 +18,7 @@ import type { GuestStartSpec } from '../guest/guest-session'
 import { analyzerTagsRun } from '../guest/analyzer-zip'
 import { AgentError } from '../guest/agent-http'
 import { GuestPhase, type Ending } from './guest-phase'
+import { TaskNetwork } from '../network/task-network'
 import { AGENT_PORT } from '../../guest-protocol/agent-api'
 import { startCapture, type Capture } from '../capture/tcpdump'
 import { startScreenshots } from '../capture/screenshots'
@@ -37,6 +38,8 @@ export class AnalysisRun {
   private vmStarted = false
   /** The guest's part of the run, once the machine is being started. */
   private phase: GuestPhase | null = null
+  /** The run's route (and proxy), on before the machine starts. */
+  private net: TaskNetwork | null = null
   private readonly dm: DriverMachine
   private driver!: MachineDriver
 
@@ -106,6 +109,7 @@ export class AnalysisRun {
     // tcpdump takes a moment to start listening; the revert does not wait for it, the agent does:
     // nothing of the sample can run before the host has talked to the agent.
     this.captureStarting = this.startCapture(rsPort, false)
+    await this.routeNetwork(rsPort)
 
     this.guestId = this.d.guests.start(this.id, m)
     this.stage('reverting', m.driver === 'physical' ? 'physical machine: waiting for its agent' : `snapshot ${m.snapshot ?? '(current)'}`)
@@ -136,6 +140,23 @@ export class AnalysisRun {
     return phase.run({ timeout, critical: s.timeouts.critical, spec: () => this.startSpec(sample, timeout, rsPort, analyzer) })
   }
 
+  /**
+   * Cuckoo's route_network: the task's route on, through the rooter, before the machine starts,
+   * and the route shown on the task. No `routing` in machines.json: nothing is routed.
+   */
+  private async routeNetwork(rsPort: number): Promise<void> {
+    const routing = this.d.settings().routing
+    if (routing === null) return
+    await this.d.routesReady
+    const m = this.machine
+    this.net = new TaskNetwork({
+      routing, options: this.task.options, guest: m.ip, resultserver: { ip: m.resultserver_ip, port: rsPort },
+      mitmConf: this.d.layout.mitmConf, mitmDir: this.d.layout.analysisFile(this.id, 'mitm'), log: (msg) => this.log.info(msg)
+    })
+    this.d.tasks.setRoute(this.id, this.net.route)
+    await this.net.start()
+  }
+
   private analyzerFolder(): GuestStartSpec['analyzer'] {
     const analyzer = this.d.settings().analyzers[this.machine.platform]
     return analyzer ? { dir: analyzer.path, monitor: analyzer.monitor } : { dir: this.d.analyzerDir, monitor: null }
@@ -162,7 +183,8 @@ export class AnalysisRun {
       pushFiles: reboot ? await rebootFiles(this.d.layout, Number(t.custom)) : [],
       platform: this.machine.platform,
       // attempts counts claims; a clean stop gives its attempt back, so a second one means a crash.
-      earlierRunMayLive: !this.driver.capabilities.snapshots && this.d.queue.attempts(t.id) > 1
+      earlierRunMayLive: !this.driver.capabilities.snapshots && this.d.queue.attempts(t.id) > 1,
+      caCert: this.net?.caCert ?? null
     }
   }
 
@@ -218,6 +240,7 @@ export class AnalysisRun {
       })
       await this.driver.state(this.dm).then((st) => this.d.machines.setStatus(this.machine.id, st), () => undefined)
     }
+    if (this.net !== null) await this.step('turning the route off', () => this.net!.stop())
     if (this.guestId !== null) this.d.guests.stop(this.guestId)
     if (this.registered) await this.step('closing the result server for the guest', () => this.d.resultServer.removeTask(this.machine.ip))
     this.d.machines.unlock(this.machine.id)

@@ -24,5 +24,7 @@ export interface RunnerDeps {
   settings(): EngineSettings
   /** Aviary's analyzer folder (analyzer.cjs), for platforms without an analyzer in machines.json. */
   analyzerDir: string
+  /** Resolves once the routes a previous process left are removed (the engine's start). */
+  routesReady: Promise<void>
   log: { info(msg: string): void; error(msg: string): void }
 }

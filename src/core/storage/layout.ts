@@ -12,6 +12,8 @@ export interface StorageLayout {
   readonly analysesRoot: string
   readonly uploads: string
   readonly tmp: string
+  /** mitmproxy's folder: Aviary's own CA for decrypting guests' TLS (docs/network.md). */
+  readonly mitmConf: string
   binary(sha256: string): string
   uploadDir(sha256: string): string
   upload(sha256: string, fileName: string): string
@@ -59,6 +61,7 @@ export function createLayout(root: string): StorageLayout {
     analysesRoot,
     uploads,
     tmp,
+    mitmConf: path.join(abs, 'mitm'),
     binary: (sha256) => path.join(binaries, checkSha(sha256)),
     uploadDir: (sha256) => path.join(uploads, checkSha(sha256)),
     upload: (sha256, fileName) => path.join(uploads, checkSha(sha256), checkName(fileName)),

@@ -13,6 +13,7 @@ import type { IngestedFile } from '../storage/ingest'
 import type { SampleStore, StoredSample } from '../samples/sample-store'
 import { parseTaskParams, parseOptions, withOption, type TaskFields, type TaskParams } from './task-params'
 import { normalizeUrl } from './urls'
+import type { RoutingSettings } from '../network/routing-config'
 import { detectArchive, unpackArchive, type UnpackLimits } from './unpack'
 
 export interface Upload {
@@ -34,6 +35,8 @@ export interface SubmitDeps {
   store: SampleStore
   layout: StorageLayout
   unpackLimits?: Partial<UnpackLimits>
+  /** The routes this host offers now (machines.json); null: it routes nothing. */
+  routing?: () => RoutingSettings | null
 }
 
 const HASH_KINDS: Record<number, HashKind> = { 32: 'md5', 40: 'sha1', 64: 'sha256', 128: 'sha512' }
@@ -42,7 +45,7 @@ export class SubmitService {
   constructor(private readonly d: SubmitDeps) {}
 
   async createFile(upload: Upload, fields: TaskFields & { unique?: string | undefined }): Promise<number> {
-    const params = parseTaskParams(fields, this.d.machines)
+    const params = parseTaskParams(fields, this.d.machines, this.d.routing?.() ?? null)
     if (fields.unique !== undefined && /^(1|true|yes|on)$/i.test(fields.unique) && this.d.store.exists(upload.file.sha256)) {
       throw new ApiError(400, 'This file has already been submitted', ErrorCodes.SAMPLE_EXISTS)
     }
@@ -51,14 +54,14 @@ export class SubmitService {
   }
 
   createUrl(url: string, fields: TaskFields): number {
-    const params = parseTaskParams(fields, this.d.machines)
+    const params = parseTaskParams(fields, this.d.machines, this.d.routing?.() ?? null)
     const target = normalizeUrl(url)
     if (!target) throw badRequest('url', `'${printable(url)}' is not an http or https URL`)
     return this.d.tasks.insert(urlTask(target, params, null))
   }
 
   async submit(uploads: Upload[], strings: string | undefined, fields: TaskFields): Promise<SubmitResult> {
-    const params = parseTaskParams(fields, this.d.machines)
+    const params = parseTaskParams(fields, this.d.machines, this.d.routing?.() ?? null)
     const lines = (strings ?? '').split('\n').map((l) => l.trim()).filter(Boolean)
     if (uploads.length === 0 && lines.length === 0) {
       throw badRequest('files', 'give at least one file (fields file or files) or one line in strings')

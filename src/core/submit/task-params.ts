@@ -4,6 +4,8 @@ import { badRequest } from '../errors'
 import type { MachinesRepository } from '../db/machines.repository'
 import type { TaskSettings } from '../db/tasks.repository'
 import { formatDatetime, parseClock } from '../../shared/time'
+import type { RoutingSettings } from '../network/routing-config'
+import { chooseRoute, RouteChoiceError } from '../network/task-route'
 
 export interface TaskFields {
   package?: string | undefined
@@ -29,9 +31,16 @@ export function parseFlag(value: string | undefined): boolean {
   return value !== undefined && /^(1|true|yes|on)$/i.test(value)
 }
 
-export function parseTaskParams(f: TaskFields, machines: MachinesRepository): TaskParams {
+export function parseTaskParams(f: TaskFields, machines: MachinesRepository, routing: RoutingSettings | null = null): TaskParams {
   for (const field of ['options', 'custom', 'owner', 'tags'] as const) {
     if (f[field] !== undefined && CONTROL.test(f[field])) throw badRequest(field, 'control characters are not allowed')
+  }
+  // The route (options route=<name>, mitm=1) must be one this host offers.
+  try {
+    chooseRoute(f.options ?? null, routing)
+  } catch (err) {
+    if (err instanceof RouteChoiceError) throw badRequest('options', err.message)
+    throw err
   }
   let machine: string | null = null
   if (f.machine !== undefined) {

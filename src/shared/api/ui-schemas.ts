@@ -97,3 +97,13 @@ export const DoctorAnswer = Type.Object({
   machines: Type.Array(Type.Object({ name: Type.String(), driver: Type.String(), findings: Type.Array(Finding) }))
 }, { description: 'the findings of `aviary doctor` (cached for 30 s)' })
 export type DoctorAnswer = Static<typeof DoctorAnswer>
+
+/** GET /aviary/routes: the network routes this host offers tasks. */
+export const RoutesAnswer = Type.Object({
+  /** false: no routing section in machines.json; tasks' traffic goes wherever their network sends it. */
+  routed: Type.Boolean(),
+  default: Type.Union([Type.String(), Type.Null()]),
+  routes: Type.Array(Type.Object({ name: Type.String(), kind: Type.String(), description: Type.String() })),
+  mitm: Type.Object({ available: Type.Boolean(), default: Type.Boolean() })
+})
+export type RoutesAnswer = Static<typeof RoutesAnswer>

@@ -57,6 +57,13 @@ export const resultsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (bas
     schema: { tags: ['memory'], summary: 'One process memory dump', params: MemoryParams, response: { 200: Binary, ...errors } }
   }, async (request, reply) => sendResult(request, reply, await ctx.results.memoryDump(request.params.id, request.params.pid)))
 
+  app.get('/aviary/tasks/:id/flows', {
+    schema: {
+      tags: ['reports'], summary: 'The decrypted HTTPS flows of a task (mitm=1), in mitmproxy\'s format: mitmproxy -r <file>',
+      params: TaskIdParams, response: { 200: Binary, ...errors }
+    }
+  }, async (request, reply) => sendResult(request, reply, await ctx.results.flows(request.params.id)))
+
   for (const url of withV1('/pcap/get/:task')) {
     app.get(url, {
       schema: { tags: ['reports'], summary: 'The packet capture of a task', params: PcapParams, response: { 200: Binary, ...errors } }

@@ -18,6 +18,8 @@ import { toPrintable } from './printable'
 export { PcapFormatError } from './pcap'
 export type { FlowEntry, HttpEntry, TlsEntry } from './flows'
 export type { DnsEntry, DnsAnswer, DomainEntry } from './dns'
+export type { HttpExEntry } from './mitm-flows'
+import type { HttpExEntry } from './mitm-flows'
 
 export interface IcmpEntry { src: string; dst: string; type: number; data: string }
 
@@ -34,10 +36,14 @@ export interface NetworkReport {
   icmp: IcmpEntry[]
   /** [ip, port] pairs that only ever saw repeated connection attempts. */
   dead_hosts: [string, number][]
+  /** Decrypted by the proxy when the task asked for it (mitm-flows.ts); empty otherwise. */
+  http_ex: HttpExEntry[]
+  https_ex: HttpExEntry[]
+  /** What the proxy reported besides flows: handshakes the guest refused. */
+  mitm: string[]
   /** Cuckoo keys Aviary does not fill (kept so consumers find them). */
   smtp: unknown[]
   irc: unknown[]
-  mitm: unknown[]
 }
 
 export interface AnalyzePcapOptions {
@@ -53,7 +59,7 @@ export interface AnalyzePcapOptions {
 
 export function emptyNetworkReport(): NetworkReport {
   return { pcap_sha256: '', hosts: [], domains: [], dns: [], dns_servers: [], http: [], tls: [], tcp: [], udp: [], icmp: [],
-    dead_hosts: [], smtp: [], irc: [], mitm: [] }
+    dead_hosts: [], http_ex: [], https_ex: [], mitm: [], smtp: [], irc: [] }
 }
 
 const IP_LIKE = /^[0-9.]+$|:/
@@ -140,6 +146,8 @@ export async function analyzePcap(file: string, o: AnalyzePcapOptions = {}): Pro
     udp: flows.udp,
     icmp,
     dead_hosts: deadHosts,
+    http_ex: [],
+    https_ex: [],
     smtp: [],
     irc: [],
     mitm: []

@@ -1,0 +1,111 @@
+// The decrypting proxy of one task: Debian's mitmdump, run as the service's own user, listening on
+// the host's address of the guests' network in transparent mode (the rooter sends the guest's TCP
+// to its TLS ports there, and mitmproxy finds each connection's real destination in conntrack).
+// Its CA is Aviary's own, kept in <data>/mitm (mitmproxy makes it on its first start), and the
+// analyzer trusts it in the guest for the run. What it sees goes to the task's folder: mitm/dump.mitm
+// (mitmproxy's own format, to open in mitmproxy), mitm/flows.jsonl (Aviary's addon, read by
+// processing) and mitm/mitm.log. Upstream certificates are not verified: the sample, not the host,
+// decides whom it trusts, and a sample's server often has a certificate no store knows.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync } from 'node:fs'
+import { createServer, connect } from 'node:net'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createWriteStream } from 'node:fs'
+
+export const MITM_CA_CERT = 'mitmproxy-ca-cert.pem'
+
+/** The addon, next to the bundle (out/cli → resources) or the sources. */
+export function defaultAddon(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url))
+  const candidates = [path.resolve(here, '../../resources/mitm/aviary_flows.py'), path.resolve(here, '../../../resources/mitm/aviary_flows.py'),
+    path.resolve('resources/mitm/aviary_flows.py')]
+  return candidates.find((f) => existsSync(f)) ?? candidates[0]!
+}
+
+function freePort(ip: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.once('error', reject)
+    s.listen(0, ip, () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+function accepts(ip: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host: ip, port })
+    const done = (ok: boolean): void => {
+      s.destroy()
+      resolve(ok)
+    }
+    s.setTimeout(500, () => done(false))
+    s.once('connect', () => done(true))
+    s.once('error', () => done(false))
+  })
+}
+
+export interface MitmOptions {
+  mitmdump: string
+  /** Where it listens: the host's address on the guests' network. */
+  ip: string
+  /** <data>/mitm: mitmproxy's confdir, with Aviary's CA. */
+  confdir: string
+  /** The task's mitm/ folder. */
+  dir: string
+  /** `reverse:https://host:443` for the inetsim route; transparent otherwise. */
+  mode?: string
+}
+
+export class Mitm {
+  private child: ChildProcess | null = null
+  port = 0
+
+  constructor(private readonly o: MitmOptions) {}
+
+  /** The CA certificate the guest must trust (exists once start() resolved). */
+  get caCert(): string {
+    return path.join(this.o.confdir, MITM_CA_CERT)
+  }
+
+  async start(timeoutMs = 30_000): Promise<void> {
+    mkdirSync(this.o.confdir, { recursive: true, mode: 0o700 })
+    mkdirSync(this.o.dir, { recursive: true })
+    this.port = await freePort(this.o.ip)
+    const log = createWriteStream(path.join(this.o.dir, 'mitm.log'), { flags: 'a' })
+    const args = ['--mode', this.o.mode ?? 'transparent', '--listen-host', this.o.ip, '--listen-port', String(this.port),
+      '--set', `confdir=${this.o.confdir}`, '--set', 'ssl_insecure=true', '--set', 'stream_large_bodies=4m',
+      '--set', 'termlog_verbosity=info', '-w', path.join(this.o.dir, 'dump.mitm'), '-s', defaultAddon()]
+    const child = spawn(this.o.mitmdump, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, AVIARY_FLOWS: path.join(this.o.dir, 'flows.jsonl') }
+    })
+    this.child = child
+    child.stdout?.pipe(log)
+    child.stderr?.pipe(log)
+    let exited: string | null = null
+    child.once('error', (err) => { exited = err.message })
+    child.once('exit', (code, signal) => { exited ??= `exited (${signal ?? code})` })
+    const end = Date.now() + timeoutMs
+    while (!(await accepts(this.o.ip, this.port))) {
+      if (exited !== null) throw new Error(`mitmdump did not start: ${exited} (see mitm/mitm.log)`)
+      if (Date.now() > end) throw new Error(`mitmdump did not listen on ${this.o.ip}:${this.port} within ${timeoutMs / 1000} s`)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    if (!existsSync(this.caCert)) throw new Error(`mitmdump made no CA in ${this.o.confdir}`)
+  }
+
+  /** Stops it; its files are complete once this resolves. */
+  async stop(): Promise<void> {
+    const child = this.child
+    this.child = null
+    if (child === null || child.exitCode !== null || child.signalCode !== null) return
+    const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    child.kill('SIGTERM')
+    const t = setTimeout(() => child.kill('SIGKILL'), 10_000)
+    await gone
+    clearTimeout(t)
+  }
+}

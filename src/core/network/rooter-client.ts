@@ -1,0 +1,73 @@
+// The service's side of the rooter's socket (src/rooter/protocol.ts): one request, one answer
+// line, on a connection of its own, within a deadline. A rooter that is not there, or refuses,
+// is an Error whose message says what to do; never a hang.
+import { connect } from 'node:net'
+import type { DropCounts, EnableRequest, RooterAbilities, RooterAnswer, RooterRequest } from '../../rooter/protocol'
+
+const DEADLINE_MS = 30_000
+const MAX_ANSWER = 64 * 1024
+
+export class RooterError extends Error {}
+
+export function askRooter(socket: string, req: RooterRequest, timeoutMs = DEADLINE_MS): Promise<RooterAnswer> {
+  return new Promise((resolve, reject) => {
+    const s = connect(socket)
+    let buf = ''
+    const fail = (msg: string): void => {
+      s.destroy()
+      reject(new RooterError(msg))
+    }
+    const timer = setTimeout(() => fail(`the rooter at ${socket} did not answer within ${timeoutMs / 1000} s`), timeoutMs)
+    s.setEncoding('utf8')
+    s.once('connect', () => s.write(JSON.stringify(req) + '\n'))
+    s.on('data', (chunk: string) => {
+      buf += chunk
+      if (buf.length > MAX_ANSWER) return fail('the rooter\'s answer is too long')
+      const nl = buf.indexOf('\n')
+      if (nl < 0) return
+      clearTimeout(timer)
+      s.end()
+      try {
+        resolve(JSON.parse(buf.slice(0, nl)) as RooterAnswer)
+      } catch {
+        reject(new RooterError('the rooter\'s answer is not JSON'))
+      }
+    })
+    s.once('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer)
+      const hint = err.code === 'ENOENT' || err.code === 'ECONNREFUSED'
+        ? `no rooter listens on ${socket}: install and start it (sudo aviary rooter install, docs/network.md)`
+        : err.code === 'EACCES'
+          ? `the service may not use ${socket}: add its user to the rooter's group and log in again`
+          : `the rooter at ${socket}: ${err.message}`
+      fail(hint)
+    })
+    s.once('close', () => {
+      clearTimeout(timer)
+      if (!buf.includes('\n')) reject(new RooterError(`the rooter at ${socket} closed the connection without answering`))
+    })
+  })
+}
+
+async function must(socket: string, req: RooterRequest): Promise<RooterAnswer & { ok: true }> {
+  const a = await askRooter(socket, req)
+  if (!a.ok) throw new RooterError(`the rooter refused (${req.op}): ${a.error}`)
+  return a
+}
+
+export const rooter = {
+  async abilities(socket: string): Promise<RooterAbilities> {
+    const a = await must(socket, { op: 'ping' })
+    if (!a.abilities) throw new RooterError('the rooter did not say what it can do')
+    return a.abilities
+  },
+  async enable(socket: string, req: Omit<EnableRequest, 'op'>): Promise<void> {
+    await must(socket, { op: 'enable', ...req })
+  },
+  async disable(socket: string, guest: string): Promise<DropCounts> {
+    return (await must(socket, { op: 'disable', guest })).dropped ?? { packets: 0, bytes: 0 }
+  },
+  async flush(socket: string): Promise<void> {
+    await must(socket, { op: 'flush' })
+  }
+}

@@ -1,0 +1,132 @@
+// What the decrypting proxy saw of a task (mitm/flows.jsonl, written by Aviary's mitmproxy addon,
+// resources/mitm/aviary_flows.py) as the report's `network.http_ex` and `https_ex` in Cuckoo
+// 2.0.7's shape ({src, sport, dst, dport, protocol, method, host, uri, status, request, response,
+// req{path, md5, sha1}, resp{path, md5, sha1}, md5, sha1, path}), each body saved once as
+// network/<sha1> as Cuckoo does; plus, for readers that want them, the headers as pairs and a
+// printable beginning of each body. Handshakes the guest refused (a sample that pins its
+// certificates) become lines of `network.mitm`. The guest shaped this traffic: every record is
+// read field by field, and their number and size are bounded.
+import { createHash } from 'node:crypto'
+import { createReadStream, existsSync } from 'node:fs'
+import { mkdir, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { createInterface } from 'node:readline'
+import { toPrintable } from './printable'
+
+export interface BodyRef { path: string | null; md5: string | null; sha1: string | null; size: number; truncated: boolean }
+
+export interface HttpExEntry {
+  src: string | null
+  sport: number | null
+  dst: string | null
+  dport: number | null
+  protocol: 'http' | 'https'
+  method: string
+  host: string
+  uri: string
+  path: string | null
+  status: number | null
+  request: string
+  response: string
+  req: BodyRef
+  resp: BodyRef
+  md5: string | null
+  sha1: string | null
+  /** Aviary: the headers as [name, value] pairs, and the start of each body as printable text. */
+  request_headers: [string, string][]
+  response_headers: [string, string][]
+  request_body: string
+  response_body: string
+  error: string | null
+}
+
+export interface MitmFlows { http_ex: HttpExEntry[]; https_ex: HttpExEntry[]; mitm: string[] }
+
+const MAX_FLOWS = 5_000
+const MAX_LINE = 4 * 1024 * 1024
+const PREVIEW = 4096
+
+type Json = Record<string, unknown>
+const str = (v: unknown): string => (typeof v === 'string' ? v : '')
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null)
+const peer = (v: unknown): [string | null, number | null] => (Array.isArray(v) ? [typeof v[0] === 'string' ? v[0] : null, num(v[1])] : [null, null])
+
+function headers(v: unknown): [string, string][] {
+  if (!Array.isArray(v)) return []
+  return v.slice(0, 500).filter((h): h is [string, string] => Array.isArray(h) && typeof h[0] === 'string' && typeof h[1] === 'string')
+}
+
+export async function readMitmFlows(dir: string): Promise<MitmFlows> {
+  const out: MitmFlows = { http_ex: [], https_ex: [], mitm: [] }
+  const file = path.join(dir, 'mitm', 'flows.jsonl')
+  if (!existsSync(file)) return out
+  const bodies = path.join(dir, 'network')
+  const saved = new Set<string>()
+  const save = async (b64: unknown, size: unknown, truncated: unknown): Promise<{ ref: BodyRef; preview: string }> => {
+    const data = Buffer.from(str(b64), 'base64')
+    const ref: BodyRef = { path: null, md5: null, sha1: null, size: num(size) ?? data.length, truncated: truncated === true }
+    if (data.length === 0) return { ref, preview: '' }
+    const sha1 = createHash('sha1').update(data).digest('hex')
+    ref.sha1 = sha1
+    ref.md5 = createHash('md5').update(data).digest('hex')
+    ref.path = `network/${sha1}`
+    if (!saved.has(sha1)) {
+      saved.add(sha1)
+      await mkdir(bodies, { recursive: true })
+      await writeFile(path.join(bodies, sha1), data)
+    }
+    return { ref, preview: toPrintable(data.subarray(0, PREVIEW)) }
+  }
+  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity })
+  let flows = 0
+  for await (const line of lines) {
+    if (line.length > MAX_LINE || flows >= MAX_FLOWS) continue
+    let r: Json
+    try {
+      const v: unknown = JSON.parse(line)
+      if (v === null || typeof v !== 'object' || Array.isArray(v)) continue
+      r = v as Json
+    } catch {
+      continue
+    }
+    if (r.type === 'tls_failed') {
+      const [ip, port] = peer(r.client)
+      out.mitm.push(`TLS handshake refused by the guest (${ip ?? '?'}:${port ?? '?'}) for ${str(r.sni) || 'a server without SNI'}: ${str(r.error).slice(0, 300)}`)
+      continue
+    }
+    if (r.type !== 'flow') continue
+    flows++
+    const req = (r.request ?? {}) as Json
+    const res = r.response !== null && typeof r.response === 'object' ? (r.response as Json) : null
+    const [src, sport] = peer(r.client)
+    const [dst, dport] = peer(r.server)
+    const protocol = r.scheme === 'http' ? 'http' : 'https'
+    const host = str(r.host)
+    const method = str(r.method).slice(0, 32)
+    const p = str(r.path).slice(0, 8192)
+    const reqHeaders = headers(req.headers)
+    const resHeaders = headers(res?.headers)
+    const reqBody = await save(req.body_b64, req.body_size, req.truncated)
+    const resBody = res ? await save(res.body_b64, res.body_size, res.truncated) : { ref: { path: null, md5: null, sha1: null, size: 0, truncated: false }, preview: '' }
+    const status = res ? num(res.status) : null
+    const entry: HttpExEntry = {
+      src, sport, dst, dport, protocol, method, host,
+      uri: `${protocol}://${host}${num(r.port) !== null && r.port !== (protocol === 'https' ? 443 : 80) ? `:${String(r.port)}` : ''}${p}`,
+      path: resBody.ref.path,
+      status,
+      request: `${method} ${p} ${str(r.http_version)}\r\n${reqHeaders.map(([k, v]) => `${k}: ${v}`).join('\r\n')}`,
+      response: res ? `${str(r.http_version)} ${status ?? ''} ${str(res.reason)}\r\n${resHeaders.map(([k, v]) => `${k}: ${v}`).join('\r\n')}` : '',
+      req: reqBody.ref,
+      resp: resBody.ref,
+      md5: resBody.ref.md5,
+      sha1: resBody.ref.sha1,
+      request_headers: reqHeaders,
+      response_headers: resHeaders,
+      request_body: reqBody.preview,
+      response_body: resBody.preview,
+      error: typeof r.error === 'string' ? r.error.slice(0, 500) : null
+    }
+    ;(protocol === 'https' ? out.https_ex : out.http_ex).push(entry)
+  }
+  return out
+}
