@@ -16,10 +16,15 @@
 #   nginx-light    checks the reverse-proxy configuration `aviary dist --nginx` prints
 #   chromium fonts-dejavu-core  the browser the UI's Playwright tests and bench drive (Playwright's
 #                  own browser download is not reachable here)
+#   nftables inetsim mitmproxy  the routes (docs/network.md): the rooter's firewall rules, the fake
+#                  internet, the decrypting proxy
+#   iputils-ping libcap2-bin openssl  the routing tests: guests ping, a tcpdump copy gets capabilities
+#                  (setcap) for the unprivileged service, the lab's servers get a certificate
 set -euo pipefail
 PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
   libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
-  tshark yara chromium fonts-dejavu-core postgresql nginx-light)
+  tshark yara chromium fonts-dejavu-core postgresql nginx-light
+  nftables inetsim mitmproxy iputils-ping libcap2-bin openssl)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,10 +1,11 @@
 // The fake internet of the inetsim route: Debian's INetSim, run by the rooter (INetSim must start
 // as root; it then runs its services as the `inetsim` user) on the configured address of the
-// guests' network, from a configuration the rooter writes itself: every default service, bound
-// there, and DNS answering every name with that same address. Started with the rooter, stopped
-// with it; the rooter's nft rules send the guests' traffic to it.
+// guests' network, from the system's INetSim configuration (/etc/inetsim/inetsim.conf: its
+// services, fake files and answers, as the administrator tuned them) with two settings of the
+// rooter's own: every service bound to that address, and DNS answering every name with it.
+// Started with the rooter, stopped with it; the rooter's nft rules send the guests' traffic to it.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -13,8 +14,14 @@ const SERVICES = ['dns', 'http', 'https', 'smtp', 'smtps', 'pop3', 'pop3s', 'ftp
   'syslog', 'time_tcp', 'time_udp', 'daytime_tcp', 'daytime_udp', 'echo_tcp', 'echo_udp', 'discard_tcp', 'discard_udp',
   'quotd_tcp', 'quotd_udp', 'chargen_tcp', 'chargen_udp', 'dummy_tcp', 'dummy_udp']
 
-export function inetsimConf(address: string): string {
-  return [...SERVICES.map((s) => `start_service ${s}`), `service_bind_address ${address}`, `dns_default_ip ${address}`, ''].join('\n')
+export const SYSTEM_CONF = '/etc/inetsim/inetsim.conf'
+
+/** The system's configuration (or every default service), bound to `address`. */
+export function inetsimConf(address: string, system = SYSTEM_CONF): string {
+  const base = existsSync(system)
+    ? readFileSync(system, 'utf8').split('\n').filter((l) => !/^\s*(service_bind_address|dns_default_ip)\b/.test(l))
+    : SERVICES.map((s) => `start_service ${s}`)
+  return [...base, `service_bind_address ${address}`, `dns_default_ip ${address}`, ''].join('\n')
 }
 
 function listening(ip: string, port: number): Promise<boolean> {

@@ -58,6 +58,9 @@ export function enableScript(r: EnableRequest, hostNetworks: string[]): string {
     `ip daddr ${rs.ip} tcp dport ${rs.port} accept`,
     'udp sport 68 udp dport 67 accept',
     ...(inetsim !== null || r.mitm !== undefined ? ['ct status dnat accept'] : []),
+    // A connection to INetSim's own address on one of its ports needs no rewriting (so it has no
+    // dnat status); every other port of that address was rewritten to INetSim's dummy service.
+    ...(inetsim !== null ? [`ip daddr ${inetsim} meta l4proto { tcp, udp } accept`] : []),
     ...drop('to the host')
   ])
   const hostNets = hostNetworks.length > 0 ? [`ip daddr { ${hostNetworks.join(', ')} } counter name "c_${g}" drop`] : []
@@ -66,18 +69,19 @@ export function enableScript(r: EnableRequest, hostNetworks: string[]): string {
     : drop('forwarded'))
   // Nothing but answers reaches the guest from elsewhere (the LAN, another guest).
   chain('back', ['ct state established,related accept', `counter name "c_${g}" drop`])
-  const pre: string[] = []
+  // The result server is never redirected; under inetsim everything else is, the host's own
+  // address included (so no other service of the host is reachable on it).
+  const pre: string[] = [`ip daddr ${rs.ip} tcp dport ${rs.port} return`]
   if (r.mitm !== undefined) {
     const to = `dnat ip to ${r.mitm.ip}:${r.mitm.port}`
     const ports = `tcp dport { ${r.mitm.ports.join(', ')} }`
-    pre.push(inetsim !== null ? `ip daddr != ${rs.ip} ${ports} ${to}` : `ip daddr != @not_outside ${ports} ${to}`)
+    pre.push(inetsim !== null ? `${ports} ${to}` : `ip daddr != @not_outside ${ports} ${to}`)
   }
   if (inetsim !== null) {
-    const not = `ip daddr != ${rs.ip}`
     pre.push(
-      `${not} tcp dport { ${INETSIM_TCP.join(', ')} } dnat ip to ${inetsim}`,
-      `${not} udp dport { ${INETSIM_UDP.join(', ')} } dnat ip to ${inetsim}`,
-      `${not} meta l4proto { tcp, udp } dnat ip to ${inetsim}:1`
+      `tcp dport { ${INETSIM_TCP.join(', ')} } dnat ip to ${inetsim}`,
+      `udp dport { ${INETSIM_UDP.join(', ')} } dnat ip to ${inetsim}`,
+      `meta l4proto { tcp, udp } dnat ip to ${inetsim}:1`
     )
   }
   chain('pre', pre)
@@ -107,6 +111,8 @@ export function nft(args: string[], script?: string): Promise<string> {
       if (err) reject(new Error(`nft ${args.join(' ')}: ${(stderr || err.message).trim().split('\n').slice(0, 3).join(' ')}`))
       else resolve(stdout)
     })
+    // nft may exit before it reads (a listing reads no stdin): a broken pipe here is not an error.
+    child.stdin?.on('error', () => undefined)
     child.stdin?.end(script ?? '')
   })
 }

@@ -125,24 +125,7 @@ export async function createNetnsGuest(o: NetnsGuestOptions): Promise<NetnsGuest
   }
 
   const exec = (cmd: string[], opts: ExecOptions = {}): ChildProcess => {
-    if (cmd.length === 0) throw new Error('exec: empty command')
-    // ip netns exec already gives the command its own mount namespace; unshare -m with private
-    // propagation makes sure the /tmp bind can never leak to the host. The shell only mounts and
-    // execs: the command and the folder are positional arguments, never part of the script text.
-    // Folders under /tmp that must stay visible (the project itself when it is checked out under
-    // /tmp, as a CI clone may be) are bound into the private /tmp at the same place first.
-    const keep = visibleUnderTmp(opts.cwd ?? process.cwd())
-    for (const rel of keep) mkdirSync(path.join(tmpDir, rel), { recursive: true })
-    const script = 'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "/tmp/$1" "$0/$1" || exit 1; shift; n=$((n-1)); done; ' +
-      'mount --rbind "$0" /tmp && exec "$@"'
-    const argv = ['netns', 'exec', ns, 'unshare', '-m', '--propagation', 'private',
-      'sh', '-c', script, tmpDir, String(keep.length), ...keep, ...cmd]
-    const child = spawn('ip', argv, {
-      detached: true,
-      env: opts.env ?? process.env,
-      cwd: opts.cwd,
-      stdio: opts.stdio ?? ['ignore', 'pipe', 'pipe']
-    })
+    const child = spawnIsolated(ns, tmpDir, cmd, opts)
     children.add(child)
     child.once('exit', () => children.delete(child))
     return child
@@ -172,6 +155,33 @@ export async function createNetnsGuest(o: NetnsGuestOptions): Promise<NetnsGuest
   return { ns, hostIf, hostIp, guestIp, internetIp, tmpDir, dns, http: httpLog, exec, startAgent, close }
 }
 
+/**
+ * Spawns `cmd` in network namespace `ns` with `tmpDir` as its private /tmp, and each [source,
+ * target] of `binds` mounted over target (a private copy of a system folder, say). In its own
+ * process group.
+ */
+export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: ExecOptions = {}, binds: [string, string][] = []): ChildProcess {
+  if (cmd.length === 0) throw new Error('exec: empty command')
+  // ip netns exec already gives the command its own mount namespace; unshare -m with private
+  // propagation makes sure the binds can never leak to the host. The shell only mounts and
+  // execs: the command and the folders are positional arguments, never part of the script text.
+  // Folders under /tmp that must stay visible (the project itself when it is checked out under
+  // /tmp, as a CI clone may be) are bound into the private /tmp at the same place first.
+  const keep = visibleUnderTmp(opts.cwd ?? process.cwd())
+  for (const rel of keep) mkdirSync(path.join(tmpDir, rel), { recursive: true })
+  const script = 'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "/tmp/$1" "$0/$1" || exit 1; shift; n=$((n-1)); done; ' +
+    'm=$1; shift; while [ "$m" -gt 0 ]; do mount --bind "$1" "$2" || exit 1; shift 2; m=$((m-1)); done; ' +
+    'mount --rbind "$0" /tmp && exec "$@"'
+  const argv = ['netns', 'exec', ns, 'unshare', '-m', '--propagation', 'private',
+    'sh', '-c', script, tmpDir, String(keep.length), ...keep, String(binds.length), ...binds.flat(), ...cmd]
+  return spawn('ip', argv, {
+    detached: true,
+    env: opts.env ?? process.env,
+    cwd: opts.cwd,
+    stdio: opts.stdio ?? ['ignore', 'pipe', 'pipe']
+  })
+}
+
 /** The project folder (and anything else the guest must see) relative to /tmp, if it is under /tmp. */
 function visibleUnderTmp(dir: string): string[] {
   const tmp = realpathSync('/tmp')
@@ -179,7 +189,7 @@ function visibleUnderTmp(dir: string): string[] {
   return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? [rel] : []
 }
 
-async function ip(...args: string[]): Promise<void> {
+export async function ip(...args: string[]): Promise<void> {
   try {
     await run('ip', args)
   } catch (err) {
@@ -213,7 +223,7 @@ export function alive(pid: number): boolean {
   }
 }
 
-function killGroup(child: ChildProcess): void {
+export function killGroup(child: ChildProcess): void {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
   try { process.kill(-child.pid, 'SIGKILL') } catch { child.kill('SIGKILL') }
 }

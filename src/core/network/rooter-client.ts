@@ -33,7 +33,7 @@ export function askRooter(socket: string, req: RooterRequest, timeoutMs = DEADLI
         reject(new RooterError('the rooter\'s answer is not JSON'))
       }
     })
-    s.once('error', (err: NodeJS.ErrnoException) => {
+    s.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer)
       const hint = err.code === 'ENOENT' || err.code === 'ECONNREFUSED'
         ? `no rooter listens on ${socket}: install and start it (sudo aviary rooter install, docs/network.md)`
