@@ -3,7 +3,7 @@
 // does not exist on the hypervisor, a result-server address of another host, a missing capture
 // interface, no agent), each with its reason and a fix. Also through the CLI, as JSON.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -44,12 +44,48 @@ describe('aviary doctor', () => {
   const byName = (r: DoctorReport, name: string) => r.machines.find((m) => m.name === name)!.findings
   const failed = (r: DoctorReport, name: string) => byName(r, name).filter((f) => !f.ok)
 
-  it('passes every check of a working machine and names the agent', async () => {
+  it('passes every check of a working machine and names the agent; says that nothing is routed', async () => {
     const r = await runDoctor({ machinesFile: file, deep: false, only: ['good'] })
     expect(byName(r, 'good').filter((f) => !f.ok)).toEqual([])
     expect(byName(r, 'good').find((f) => f.check === 'agent protocol')!.detail).toMatch(/aviary agent 0\.10 answers on 10\.204\.3\.2:8000/)
     expect(byName(r, 'good').find((f) => f.check === 'packet capture')!.ok).toBe(true)
-    expect(r.ok).toBe(true)
+    // No routing section: the one failure, with its fix.
+    expect(r.routes).toEqual([expect.objectContaining({ check: 'routes', ok: false, detail: expect.stringMatching(/the internet included/), fix: expect.stringMatching(/aviary rooter install/) })])
+    expect(r.ok).toBe(false)
+  }, 60_000)
+
+  it('checks each route against a real rooter: what it offers, forwarding, INetSim, the proxy', async () => {
+    const ns = 'avdrroot'
+    await run('ip', ['netns', 'del', ns]).catch(() => undefined)
+    await run('ip', ['netns', 'add', ns])
+    await run('ip', ['-n', ns, 'link', 'add', 'up0', 'type', 'veth', 'peer', 'name', 'up1'])
+    const sock = path.join(dir, 'rooter.sock')
+    const rooter = spawn('ip', ['netns', 'exec', ns, process.execPath, path.resolve('bin/aviary.js'), 'rooter', '--guest-network', '10.204.3.0/24',
+      '--interface', 'up0', '--socket', sock], { stdio: ['ignore', 'ignore', 'pipe'] })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let log = ''
+        rooter.stderr!.on('data', (b: Buffer) => { log += b.toString(); if (log.includes('listening on')) resolve() })
+        rooter.once('exit', (code) => reject(new Error(`rooter exited (${code}): ${log}`)))
+      })
+      const routed = path.join(dir, 'routed.json')
+      writeFileSync(routed, JSON.stringify({
+        routing: { rooter: sock, internet: { interface: 'up0' }, inetsim: { ip: '10.204.3.1' } },
+        machines: [{ name: 'good', driver: 'physical', ip: guest.guestIp, interface: guest.hostIf, platform: 'linux', resultserver_ip: guest.hostIp }]
+      }))
+      const r = await runDoctor({ machinesFile: routed, deep: false })
+      const f = (check: string) => r.routes.find((x) => x.check === check)!
+      expect(f('rooter')).toMatchObject({ ok: true, detail: expect.stringMatching(/offers none, drop, internet$/) })
+      expect(f('route none').ok).toBe(true)
+      expect(f('route internet')).toMatchObject({ ok: false, detail: expect.stringMatching(/ip_forward is 0/), fix: expect.stringMatching(/sysctl/) })
+      expect(f('route inetsim')).toMatchObject({ ok: false, detail: 'the rooter runs no INetSim' })
+      expect(f('decrypting proxy')).toMatchObject({ ok: true, detail: expect.stringMatching(/^Mitmproxy: /) })
+      expect(formatDoctorReport(r)).toMatch(/routes\n {2}ok {3}rooter: answers on/)
+    } finally {
+      rooter.kill('SIGTERM')
+      await new Promise((res) => rooter.once('exit', res))
+      await run('ip', ['netns', 'del', ns]).catch(() => undefined)
+    }
   }, 60_000)
 
   it('gives a reason and a fix for each broken machine', async () => {

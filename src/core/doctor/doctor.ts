@@ -2,7 +2,7 @@
 // and how to fix it — the hypervisor and the VM and its snapshot (the driver's own checks), the
 // result server's address, packet capture on the machine's interface, and the agent. With
 // `deep`, each machine is also reverted, started, waited for until its agent answers, and stopped:
-// the whole path of an analysis but the sample.
+// the whole path of an analysis but the sample. The routes are checked too (routes-check.ts).
 import os from 'node:os'
 import { existsSync } from 'node:fs'
 import { isIP } from 'node:net'
@@ -11,6 +11,7 @@ import type { DriverMachine, Finding } from '../machinery/driver'
 import { createDrivers, type DriverSet } from '../machinery/drivers'
 import { checkCapture } from '../capture/tcpdump'
 import { GuestSession, probeAgent } from '../guest/guest-session'
+import { checkRoutes } from './routes-check'
 
 export interface MachineReport {
   name: string
@@ -22,6 +23,8 @@ export interface DoctorReport {
   ok: boolean
   /** machines.json itself: read, and what it holds. */
   config: Finding
+  /** The routes of analyses: the rooter and each route machines.json offers. */
+  routes: Finding[]
   machines: MachineReport[]
 }
 
@@ -37,7 +40,7 @@ const AGENT_PORT = 8000
 export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
   if (!existsSync(o.machinesFile)) {
     return {
-      ok: false, machines: [],
+      ok: false, machines: [], routes: [],
       config: {
         check: 'machines.json', ok: false, detail: `there is no ${o.machinesFile}`,
         fix: 'describe your analysis VMs in it (docs/machines.md), or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`; `--data DIR` names another data directory'
@@ -49,7 +52,7 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
     fleet = loadFleetConfig(o.machinesFile)
   } catch (err) {
     const config = { check: 'machines.json', ok: false, detail: (err as Error).message, fix: 'correct the field named above (docs/machines.md)' }
-    return { ok: false, config, machines: [] }
+    return { ok: false, config, routes: [], machines: [] }
   }
   const machines = fleet.machines.filter((m) => !o.only?.length || o.only.includes(m.name))
   const config: Finding = machines.length > 0
@@ -62,7 +65,8 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
   try {
     const reports: MachineReport[] = []
     for (const m of machines) reports.push({ name: m.name, driver: m.driver, findings: await checkMachine(m, fleet.settings, drivers, o.deep) })
-    return { ok: config.ok && reports.every((r) => r.findings.every((f) => f.ok)), config, machines: reports }
+    const routes = await checkRoutes(fleet.settings.routing)
+    return { ok: config.ok && routes.every((f) => f.ok) && reports.every((r) => r.findings.every((f) => f.ok)), config, routes, machines: reports }
   } finally {
     await drivers.close()
   }
@@ -157,6 +161,8 @@ export function formatDoctorReport(r: DoctorReport): string {
     if (!f.ok && f.fix) lines.push(`${indent}     fix: ${f.fix}`)
   }
   put(r.config, '')
+  if (r.routes.length > 0) lines.push('', 'routes')
+  for (const f of r.routes) put(f, '  ')
   for (const m of r.machines) {
     lines.push('', `${m.name} (${m.driver})`)
     for (const f of m.findings) put(f, '  ')

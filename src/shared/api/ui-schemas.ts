@@ -94,6 +94,8 @@ export const DoctorQuery = Type.Object({
 export const DoctorAnswer = Type.Object({
   ok: Type.Boolean(),
   config: Finding,
+  /** The rooter and each route machines.json offers (docs/network.md). */
+  routes: Type.Array(Finding),
   machines: Type.Array(Type.Object({ name: Type.String(), driver: Type.String(), findings: Type.Array(Finding) }))
 }, { description: 'the findings of `aviary doctor` (cached for 30 s)' })
 export type DoctorAnswer = Static<typeof DoctorAnswer>

@@ -94,9 +94,10 @@ export async function readMitmFlows(dir: string): Promise<MitmFlows> {
       out.mitm.push(`TLS handshake refused by the guest (${ip ?? '?'}:${port ?? '?'}) for ${str(r.sni) || 'a server without SNI'}: ${str(r.error).slice(0, 300)}`)
       continue
     }
-    if (r.type !== 'flow') continue
+    // Only what the addon writes: a flow of a known scheme with a request object.
+    if (r.type !== 'flow' || (r.scheme !== 'http' && r.scheme !== 'https') || r.request === null || typeof r.request !== 'object') continue
     flows++
-    const req = (r.request ?? {}) as Json
+    const req = r.request as Json
     const res = r.response !== null && typeof r.response === 'object' ? (r.response as Json) : null
     const [src, sport] = peer(r.client)
     const [dst, dport] = peer(r.server)

@@ -1,0 +1,58 @@
+// `aviary doctor`'s checks of the routes (docs/network.md): that this host routes at all, that the
+// rooter answers, and that it offers each route machines.json names, as configured (the internet
+// interface, forwarding, the VPN interfaces, INetSim's address), and the decrypting proxy.
+import { execFile } from 'node:child_process'
+import type { Finding } from '../machinery/driver'
+import type { RoutingSettings } from '../network/routing-config'
+import { rooter } from '../network/rooter-client'
+
+function runs(file: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: 20_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout)))
+  })
+}
+
+export async function checkRoutes(routing: RoutingSettings | null): Promise<Finding[]> {
+  if (routing === null) {
+    return [{
+      check: 'routes', ok: false,
+      detail: 'machines.json has no routing section: the guests\' traffic goes wherever their network sends it, the internet included',
+      fix: 'add "routing": {"default": "none"} to machines.json and install the rooter (sudo aviary rooter install …, docs/network.md)'
+    }]
+  }
+  const out: Finding[] = []
+  let abilities
+  try {
+    abilities = await rooter.abilities(routing.rooter)
+    out.push({ check: 'rooter', ok: true, detail: `answers on ${routing.rooter}; it offers ${abilities.routes.join(', ')}` })
+  } catch (err) {
+    return [{ check: 'rooter', ok: false, detail: (err as Error).message, fix: 'sudo aviary rooter install --guest-network <the guests\' network> --user $USER (docs/network.md)' }]
+  }
+  for (const r of routing.routes) {
+    const check = `route ${r.name}`
+    if (r.kind === 'none' || r.kind === 'drop') {
+      out.push({ check, ok: true, detail: r.description })
+    } else if (r.kind === 'internet' || r.kind === 'vpn') {
+      const listed = r.kind === 'internet' ? abilities.interfaces : abilities.vpn
+      if (!listed.includes(r.interface!)) {
+        out.push({ check, ok: false, detail: `the rooter may not use ${r.interface}`, fix: `run the rooter with --${r.kind === 'internet' ? 'interface' : 'vpn'} ${r.interface}${r.kind === 'vpn' ? ':<table>' : ''}` })
+      } else if (!abilities.forwarding) {
+        out.push({ check, ok: false, detail: 'net.ipv4.ip_forward is 0: guests\' packets are not forwarded', fix: 'sudo sysctl -w net.ipv4.ip_forward=1 (and net.ipv4.ip_forward = 1 in /etc/sysctl.d/)' })
+      } else {
+        out.push({ check, ok: true, detail: r.description })
+      }
+    } else {
+      out.push(abilities.inetsim === routing.inetsim
+        ? { check, ok: true, detail: r.description }
+        : { check, ok: false, detail: abilities.inetsim === null ? 'the rooter runs no INetSim' : `the rooter's INetSim answers on ${abilities.inetsim}, not ${routing.inetsim}`,
+            fix: `install Debian's inetsim and run the rooter with --inetsim ${routing.inetsim}` })
+    }
+  }
+  try {
+    const version = (await runs(routing.mitm.mitmdump, ['--version'])).split('\n')[0]?.trim() ?? ''
+    out.push({ check: 'decrypting proxy', ok: true, detail: `${version} (tasks ask for it with mitm=1)` })
+  } catch {
+    out.push({ check: 'decrypting proxy', ok: false, detail: `${routing.mitm.mitmdump} does not run: tasks cannot ask for mitm=1`, fix: 'apt-get install mitmproxy, or set routing.mitm.mitmdump' })
+  }
+  return out
+}
