@@ -175,6 +175,17 @@ except Exception as e:
     expect((await flows.arrayBuffer()).byteLength).toBeGreaterThan(100)
     // The CA was trusted for the run only.
     expect(readdirSync(path.join(lab.dir, 'guest3', 'local-ca'))).toEqual([])
+
+    // With inetsim, the proxy's upstream is INetSim: decrypted, and INetSim's answer.
+    const fake = await submitFile(s, 'fake.py', "import urllib.request\nurllib.request.urlopen('https://fake.example/page.html', timeout=10).read()\n",
+      { machine: 'lab2', options: 'route=inetsim,mitm=1', timeout: '60' })
+    expect(await waitForTask(s, fake, FINAL, 150_000)).toBe('reported')
+    expect((await view(fake)).errors).toEqual([])
+    const rf = await report(fake) as unknown as { network: { https_ex: { uri: string; status: number; response_body: string }[] } }
+    const page = rf.network.https_ex.find((e) => e.uri.endsWith('/page.html'))
+    expect(page, JSON.stringify(rf.network.https_ex.map((e) => e.uri))).toMatchObject({ status: 200 })
+    expect(page!.uri).toBe('https://fake.example/page.html')
+    expect(page!.response_body).toMatch(/INetSim default HTML page/)
   }, 200_000)
 
   it('kill -9 of the service during a routed task: no rule survives the restart', async () => {

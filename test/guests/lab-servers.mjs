@@ -18,6 +18,24 @@ const client = (req) => (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '')
 const handler = (proto) => (req, res) => {
   log({ proto, port: proto === 'https' ? 443 : 80, client: client(req), path: req.url, host: req.headers.host ?? null })
   req.resume()
+  // /big?bytes=N: N bytes of zeros, for throughput measurements (bench/routes.bench.mjs).
+  const big = /^\/big\?bytes=(\d+)$/.exec(req.url ?? '')
+  if (big) {
+    let left = Number(big[1])
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': left })
+    const chunk = Buffer.alloc(1024 * 1024)
+    const pump = () => {
+      while (left > 0) {
+        const n = Math.min(left, chunk.length)
+        left -= n
+        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return
+      }
+      res.end()
+    }
+    res.on('drain', pump)
+    pump()
+    return
+  }
   const body = req.url === '/secret' ? 'secret payload over tls\n' : `${o.name} answers ${client(req)}\n`
   res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body), 'x-lab': o.name })
   res.end(body)

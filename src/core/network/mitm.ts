@@ -77,7 +77,9 @@ export class Mitm {
     const log = createWriteStream(path.join(this.o.dir, 'mitm.log'), { flags: 'a' })
     const args = ['--mode', this.o.mode ?? 'transparent', '--listen-host', this.o.ip, '--listen-port', String(this.port),
       '--set', `confdir=${this.o.confdir}`, '--set', 'ssl_insecure=true', '--set', 'stream_large_bodies=4m',
-      '--set', 'termlog_verbosity=info', '-w', path.join(this.o.dir, 'dump.mitm'), '-s', defaultAddon()]
+      '--set', 'termlog_verbosity=info', '-w', path.join(this.o.dir, 'dump.mitm'), '-s', defaultAddon(),
+      // Reverse mode (to INetSim) keeps the name the sample asked for, not the upstream's address.
+      ...(this.o.mode?.startsWith('reverse:') ? ['--set', 'keep_host_header=true'] : [])]
     const child = spawn(this.o.mitmdump, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, AVIARY_FLOWS: path.join(this.o.dir, 'flows.jsonl') }
