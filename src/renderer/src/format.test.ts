@@ -10,6 +10,9 @@ describe('format', () => {
     expect(hasInvisible('plain')).toBe(false)
     expect(hasInvisible('x\u200by')).toBe(true)
     expect(hasInvisible('x\u200by')).toBe(true)
+    // Asking first leaves splitInvisible whole (a shared global regex once skipped the start).
+    expect(hasInvisible('abcdef\u200b')).toBe(true)
+    expect(splitInvisible('vpn\u202Ede')).toEqual([{ text: 'vpn' }, { control: 'RLO', code: 0x202e }, { text: 'de' }])
   })
 
   it('reads sizes, dates and durations the way people do', () => {

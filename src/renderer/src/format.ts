@@ -29,9 +29,12 @@ export function splitInvisible(value: string): TextPart[] {
   return parts
 }
 
+// Not INVISIBLE itself: test() on a global regex leaves its lastIndex after the match, and
+// matchAll in splitInvisible starts from there (it would skip the characters before it).
+const ANY_INVISIBLE = new RegExp(INVISIBLE.source)
+
 export function hasInvisible(value: string): boolean {
-  INVISIBLE.lastIndex = 0
-  return INVISIBLE.test(value)
+  return ANY_INVISIBLE.test(value)
 }
 
 const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']

@@ -14,6 +14,7 @@ export const keys = {
   task: (c: ConnectionId, id: number) => ['c', c, 'task', id] as const,
   tasks: (c: ConnectionId) => ['c', c, 'tasks'] as const,
   machines: (c: ConnectionId) => ['c', c, 'machines'] as const,
+  routes: (c: ConnectionId) => ['c', c, 'routes'] as const,
   status: (c: ConnectionId) => ['c', c, 'status'] as const
 }
 

@@ -1,7 +1,7 @@
 // Shows untrusted text (file names, command lines, domains from a sample) with its invisible
 // characters made visible: a right-to-left override in `invoice\u202Egpj.exe` is drawn as a
 // marked "RLO", never applied. Sizes and dates read easily, with the exact value on hover.
-import type { JSX } from 'react'
+import { Fragment, type JSX } from 'react'
 import { exactBytes, formatBytes, formatExact, formatRelative, parseDate, splitInvisible } from '../format'
 
 export function SafeText({ value, className }: { value: unknown; className?: string }): JSX.Element {
@@ -20,6 +20,27 @@ export function SafeText({ value, className }: { value: unknown; className?: str
           </abbr>
         )
       )}
+    </span>
+  )
+}
+
+/**
+ * Untrusted text of several lines (HTTP headers, a body's printable start): line breaks and tabs
+ * are kept as layout (in a `<pre>` or a whitespace-pre box), every other invisible character is
+ * shown as SafeText shows it. Text past `max` characters is cut, saying how much was left out.
+ */
+export function SafeLines({ value, max = 65_536 }: { value: unknown; max?: number }): JSX.Element {
+  const text = value === null || value === undefined ? '' : String(value)
+  const shown = text.length > max ? text.slice(0, max) : text
+  return (
+    <span dir="ltr" style={{ unicodeBidi: 'isolate' }}>
+      {shown.split(/\r\n|\r|\n/).map((line, i) => (
+        <Fragment key={i}>
+          {i > 0 ? '\n' : null}
+          {line.split('\t').map((part, j) => <Fragment key={j}>{j > 0 ? '\t' : null}<SafeText value={part} /></Fragment>)}
+        </Fragment>
+      ))}
+      {text.length > max ? <span className="text-zinc-500">{` … (${text.length - max} more characters)`}</span> : null}
     </span>
   )
 }

@@ -97,6 +97,7 @@ export async function openAnalysis(entries: Iterable<{ name: string; blob: Blob 
     screenshot: (name, small) => (small ? url(`shots/${name.replace(/\.[^.]+$/, '')}_small.jpg`) : url(`shots/${name}`)),
     memoryDump: (name) => (name === 'memory.dmp' ? url('memory.dmp') : url(`memory/${baseName(name)}`)),
     pcap: () => url('dump.pcap'),
+    flows: () => url('mitm/dump.mitm'),
     droppedFile: dropped,
     droppedArchive: () => null,
     screenshotNames: () => shotList,

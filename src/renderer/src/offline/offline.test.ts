@@ -18,13 +18,14 @@ const report = { info: { id: 7, score: 4.2 }, target: { category: 'file', file: 
 beforeAll(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'aviary-offline-'))
   const a = path.join(dir, '7')
-  for (const d of ['reports', 'shots', 'memory', 'files']) mkdirSync(path.join(a, d), { recursive: true })
+  for (const d of ['reports', 'shots', 'memory', 'files', 'mitm']) mkdirSync(path.join(a, d), { recursive: true })
   writeFileSync(path.join(a, 'reports/report.json'), JSON.stringify(report))
   writeFileSync(path.join(a, 'shots/0001.jpg'), 'jpeg-1')
   writeFileSync(path.join(a, 'shots/0002.jpg'), 'jpeg-2')
   writeFileSync(path.join(a, 'shots/0001_small.jpg'), 'thumb-1')
   writeFileSync(path.join(a, 'memory/1234-1.dmp'), Buffer.alloc(70_000, 7))
   writeFileSync(path.join(a, 'dump.pcap'), 'pcap')
+  writeFileSync(path.join(a, 'mitm/dump.mitm'), 'mitm flows')
   writeFileSync(path.join(a, 'files/0123456789abcdef_note.txt'), 'dropped!')
   // A long name (GNU tar writes it as a ././@LongLink entry) and a lot of compressible bytes.
   writeFileSync(path.join(a, 'files', `${'x'.repeat(120)}.bin`), Buffer.alloc(3 * 1024 * 1024, 'ab'))
@@ -50,6 +51,7 @@ describe('offline archives', () => {
     expect(await text(analysis.sources.screenshot('0001.jpg', true))).toBe('thumb-1')
     expect(await text(analysis.sources.screenshot('0002.jpg', false))).toBe('jpeg-2')
     expect(await text(analysis.sources.pcap())).toBe('pcap')
+    expect(await text(analysis.sources.flows?.() ?? null)).toBe('mitm flows')
     expect(await text(analysis.sources.droppedFile(report.dropped[0] as Record<string, unknown>))).toBe('dropped!')
     expect(analysis.sources.screenshot('0002.jpg', true)).toBeNull()
     const shot = analysis.sources.screenshot('0001.jpg', false) as string

@@ -7,6 +7,7 @@ import { DEFAULT_OPTIONS, parseTargets, type SubmitOptions } from '../submit/opt
 import { OptionsForm } from '../submit/OptionsForm'
 import { UploadList } from '../submit/UploadList'
 import { useQueue } from '../submit/queue'
+import { applyNetwork, useNetworkOffer } from '../submit/network'
 
 const button = 'rounded border border-zinc-300 px-3 py-1 text-sm hover:bg-zinc-100 focus-visible:outline-2 focus-visible:outline-sky-500 dark:border-zinc-700 dark:hover:bg-zinc-800'
 
@@ -53,6 +54,7 @@ export function SubmitPage(): JSX.Element {
   const finished = useQueue((s) => s.items.some((i) => i.state === 'done' || i.state === 'error' || i.state === 'cancelled'))
   const [targets, setTargets] = useState('')
   const [options, setOptions] = useState<SubmitOptions>(DEFAULT_OPTIONS)
+  const offer = useNetworkOffer(connection).data
   const [readError, setReadError] = useState<string | null>(null)
   const fileInput = useRef<HTMLInputElement>(null)
   const folderInput = useRef<HTMLInputElement>(null)
@@ -66,7 +68,8 @@ export function SubmitPage(): JSX.Element {
   const count = queued + urls.length + hashes.length
   const send = () => {
     if (count === 0) return
-    void submit(connection, options, targets)
+    // The route and decryption shown go into the options string (the server's default when none is offered).
+    void submit(connection, applyNetwork(options, offer), targets)
     setTargets('')
   }
 

@@ -111,6 +111,75 @@ describe('Task page', () => {
     expect(await screen.findByText('reported', { selector: 'ol span' })).toBeTruthy()
   })
 
+  it('shows the route, and the decrypted HTTPS exchanges, refused handshakes and flows file of a mitm=1 run', async () => {
+    const user = userEvent.setup()
+    const routed = await submit('fetcher.sh', '#!/bin/sh\ncurl https://upstream.example/secret\n')
+    // Pending (no machine takes it here): the route is not chosen yet.
+    page(`/tasks/${routed}`)
+    await screen.findByRole('heading', { name: `Task ${routed}` })
+    const routeFact = () => screen.getAllByRole('rowheader', { name: 'Route' })[0]?.nextElementSibling?.textContent
+    expect(routeFact()).toBe('not yet chosen')
+    cleanup()
+
+    // What the proxy's addon writes for a run with mitm=1 (resources/mitm/aviary_flows.py), and its dump.
+    const dir = h.analysisDir(routed)
+    const t = Date.now() / 1000
+    const answer = 'the secret answer\n\tline two\n'
+    const flows = [
+      { type: 'flow', time: t, client: ['10.0.0.5', 40000], server: ['198.51.100.7', 443], sni: 'upstream.example', scheme: 'https', method: 'GET',
+        host: 'upstream.example', port: 443, path: '/secret', http_version: 'HTTP/1.1',
+        request: { headers: [['Host', 'upstream.example'], ['User-Agent', 'curl/8.5']], body_b64: '', body_size: 0, truncated: false },
+        response: { status: 200, reason: 'OK', headers: [['Content-Type', 'text/plain'], ['X-Name', 'invoice\u202Egpj.exe']],
+          body_b64: Buffer.from(answer).toString('base64'), body_size: answer.length, truncated: false },
+        error: null },
+      { type: 'tls_failed', time: t + 1, client: ['10.0.0.5', 40001], server: ['198.51.100.8', 443], sni: 'pinned.example', error: 'certificate unknown' }
+    ]
+    mkdirSync(path.join(dir, 'mitm'), { recursive: true })
+    writeFileSync(path.join(dir, 'mitm', 'flows.jsonl'), flows.map((f) => JSON.stringify(f)).join('\n') + '\n')
+    writeFileSync(path.join(dir, 'mitm', 'dump.mitm'), 'mitmproxy flows')
+    h.sql("UPDATE tasks SET route = 'internet', status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", routed)
+    h.service.engine!.processPending()
+    expect(await waitForTask(h, routed, ['reported', 'failed_processing'], 30_000)).toBe('reported')
+
+    const { container } = page(`/tasks/${routed}`)
+    await screen.findByRole('heading', { name: 'fetcher.sh' })
+    expect(routeFact()).toBe('internet')
+    await user.click(screen.getByRole('tab', { name: 'Network' }))
+    const panel = screen.getByRole('tabpanel')
+    // The route the report recorded (info.route).
+    expect(within(panel).getByRole('rowheader', { name: 'Route' }).nextElementSibling?.textContent).toBe('internet — the internet, through NAT')
+
+    // The exchange is listed once, readable, under its own heading; not merged into the capture's HTTP table.
+    expect(within(within(panel).getByRole('region', { name: 'HTTP' })).getByText('No HTTP requests.')).toBeTruthy()
+    const decrypted = within(panel).getByRole('region', { name: 'Decrypted HTTP(S)' })
+    const line = within(decrypted).getByRole('button', { name: /GET.*https:\/\/upstream\.example\/secret.*200/ })
+    expect(line.getAttribute('aria-expanded')).toBe('false')
+    await user.click(line)
+    expect(line.getAttribute('aria-expanded')).toBe('true')
+    const details = document.getElementById(line.getAttribute('aria-controls') as string) as HTMLElement
+    const resHeaders = within(details).getByRole('table', { name: 'Response headers' })
+    expect(within(resHeaders).getByRole('rowheader', { name: 'Content-Type' }).nextElementSibling?.textContent).toBe('text/plain')
+    // A header's bidi override is shown as a marker, never applied.
+    expect(within(resHeaders).getByRole('rowheader', { name: 'X-Name' }).nextElementSibling?.querySelector('[data-control="RLO"]')).not.toBeNull()
+    expect(container.innerHTML).not.toContain('\u202E')
+    expect(within(details).getByRole('table', { name: 'Request headers' }).textContent).toContain('curl/8.5')
+    expect(within(details).getByRole('region', { name: 'Response body, request 1' }).textContent).toBe('the secret answer\n\tline two\n')
+    // The expander works from the keyboard.
+    line.focus()
+    await user.keyboard('{Enter}')
+    expect(line.getAttribute('aria-expanded')).toBe('false')
+    expect(document.getElementById(details.id)).toBeNull()
+
+    const refused = within(panel).getByRole('list', { name: 'Refused TLS handshakes' })
+    expect(refused.textContent).toMatch(/TLS handshake refused by the guest \(10\.0\.0\.5:40001\) for pinned\.example: certificate unknown/)
+
+    const download = within(decrypted).getByRole('link', { name: 'download the flows (mitmproxy)' })
+    expect(download.getAttribute('href')).toBe(`${h.url}/aviary/tasks/${routed}/flows`)
+    const res = await fetch(download.getAttribute('href') as string)
+    expect(res.status).toBe(200)
+    expect(await res.text()).toBe('mitmproxy flows')
+  })
+
   it('rereports, and deletes only after the confirmation', async () => {
     const user = userEvent.setup()
     page(`/tasks/${id}`)

@@ -18,6 +18,13 @@ import type { Task } from '../../../shared/api/schemas'
 
 const SETTLED = new Set(['reported', 'failed_analysis', 'failed_processing', 'failed_reporting'])
 
+/** The task's network route: set when the analysis starts (null before; a host that routes nothing never sets it). */
+function routeFact(task: Partial<Task>): JSX.Element | null {
+  if (typeof task.route === 'string' && task.route !== '') return <SafeText value={task.route} />
+  if (task.route === null && task.status === 'pending') return <span className="text-zinc-500" title="The route is chosen when the analysis starts">not yet chosen</span>
+  return null
+}
+
 function TaskFacts({ task }: { task: Partial<Task> }): JSX.Element {
   const guest = task.guest && 'name' in task.guest ? task.guest : null
   return (
@@ -27,6 +34,7 @@ function TaskFacts({ task }: { task: Partial<Task> }): JSX.Element {
       ['Package', task.package && <SafeText value={task.package} />],
       ['Machine', (guest?.name ?? task.machine) && <SafeText value={guest?.name ?? task.machine} />],
       ['Platform', task.platform && <SafeText value={task.platform} />],
+      ['Route', routeFact(task)],
       ['Priority', task.priority],
       ['Timeout', typeof task.timeout === 'number' && task.timeout > 0 ? `${task.timeout} s` : null],
       ['Added', task.added_on && <When value={task.added_on} />],
@@ -105,7 +113,7 @@ function TaskView({ id }: { id: number }): JSX.Element {
       : <p role="status" className="text-sm text-zinc-500">Loading the full report…</p>
     report = (
       <ReportViews report={full.data ?? summary.data} partial={full.data === undefined} onNeedFull={() => setWantFull(true)} fullStatus={fullStatus}
-        sources={sources} rawDownload={base.data ? `${base.data}/tasks/report/${id}/json` : null}
+        sources={sources} rawDownload={base.data ? `${base.data}/tasks/report/${id}/json` : null} route={typeof t.route === 'string' ? t.route : null}
         tab={tab} onTab={setTab} extra={[timelineTab]} />
     )
   }

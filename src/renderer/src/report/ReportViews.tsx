@@ -41,6 +41,8 @@ export interface ReportViewsProps {
   /** The selected tab (a report tab or an extra one), when the page keeps it. */
   tab?: string
   onTab?(tab: string): void
+  /** The task's network route when the page knows it (the report's info.route comes first). */
+  route?: string | null
   /** Extra tabs of the page (the task's timeline), shown before the report's. */
   extra?: { id: string; label: string; render(): ReactNode }[]
 }
@@ -74,7 +76,7 @@ export function ReportViews(p: ReportViewsProps): JSX.Element {
       case 'summary': return <><SummaryView report={p.report} sources={p.sources} /><SignaturesView report={p.report} /></>
       case 'signatures': return <SignaturesView report={p.report} />
       case 'behavior': return <BehaviorView report={p.report} />
-      case 'network': return <NetworkView report={p.report} />
+      case 'network': return <NetworkView report={p.report} sources={p.sources} taskRoute={p.route ?? null} />
       case 'static': return <StaticView report={p.report} />
       case 'dropped': return <DroppedView report={p.report} sources={p.sources} />
       case 'screenshots': return <ScreenshotsView report={p.report} sources={p.sources} />

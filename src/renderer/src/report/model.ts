@@ -48,6 +48,8 @@ export interface ReportSources {
   /** A process memory dump by its file name in memory/ (e.g. "1234-1.dmp"). */
   memoryDump(name: string): string | null
   pcap(): string | null
+  /** The decrypting proxy's flows (mitmproxy's format), when the source can offer them. */
+  flows?(): string | null
   /** One dropped file (its entry of dropped[]), when it can be downloaded alone. */
   droppedFile(d: Obj): string | null
   /** Every dropped file as one archive, when the source offers that. */

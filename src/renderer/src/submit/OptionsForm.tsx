@@ -1,10 +1,11 @@
 // Every submission option of the API. Empty fields are not sent: the server's defaults apply.
-import type { JSX, ReactNode } from 'react'
+import { useId, type JSX, type ReactNode } from 'react'
 import { useQuery } from '@tanstack/react-query'
 import type { Machine } from '../../../shared/api/schemas'
 import { fetchJson, type ConnectionId } from '../api/http'
 import { keys } from '../api/live'
 import type { SubmitOptions } from './options'
+import { NETWORK_KEYS, networkChoice, replacedKeys, useNetworkOffer, type NetworkOffer } from './network'
 
 // Cuckoo 2's Windows analysis packages, as suggestions (any name the server knows works).
 const PACKAGES = ['exe', 'dll', 'msi', 'doc', 'xls', 'ppt', 'pdf', 'js', 'jar', 'vbs', 'ps1', 'hta', 'wsf', 'zip', 'html', 'ie', 'ff', 'generic', 'python']
@@ -29,6 +30,8 @@ export function OptionsForm({ connection, value, onChange }: { connection: Conne
     value: value[k], onChange: (e: { target: { value: string } }) => set(k, e.target.value), className: input
   })
   const platforms = [...new Set((machines.data ?? []).map((m) => m.platform))]
+  const offer = useNetworkOffer(connection).data ?? null
+  const replaced = offer ? replacedKeys(value.options, NETWORK_KEYS) : []
 
   return (
     <fieldset className="grid grid-cols-[repeat(auto-fill,minmax(13rem,1fr))] gap-3 rounded border border-zinc-200 p-3 dark:border-zinc-800">
@@ -55,8 +58,14 @@ export function OptionsForm({ connection, value, onChange }: { connection: Conne
         <input list="aviary-platforms" {...text('platform')} placeholder="windows" />
         <datalist id="aviary-platforms">{platforms.map((p) => <option key={p} value={p} />)}</datalist>
       </Field>
+      {offer ? <NetworkFields offer={offer} value={value} onChange={onChange} /> : null}
       <Field label="Tags" hint="comma-separated"><input {...text('tags')} /></Field>
-      <Field label="Package options" hint="key=value,…"><input {...text('options')} /></Field>
+      <Field label="Package options" hint="key=value,…">
+        <input {...text('options')} />
+        {replaced.length > 0 ? (
+          <span className="text-xs text-amber-700 dark:text-amber-400">{replaced.map((k) => `${k}=`).join(' and ')} here {replaced.length === 1 ? 'is' : 'are'} replaced by the network fields</span>
+        ) : null}
+      </Field>
       <Field label="Custom"><input {...text('custom')} /></Field>
       <Field label="Owner"><input {...text('owner')} /></Field>
       <Field label="Guest clock" hint="(host time when empty)">
@@ -68,5 +77,38 @@ export function OptionsForm({ connection, value, onChange }: { connection: Conne
         <label className="flex items-center gap-2" title="files only: refuse a sample submitted before"><input type="checkbox" checked={value.unique} onChange={(e) => set('unique', e.target.checked)} /> Unique (skip known files)</label>
       </div>
     </fieldset>
+  )
+}
+
+/**
+ * The route the guest's traffic takes and whether its HTTPS is decrypted, as the connection offers
+ * them (network.ts). Shown only when the server has routes to choose from.
+ */
+function NetworkFields({ offer, value, onChange }: { offer: NetworkOffer; value: SubmitOptions; onChange(v: SubmitOptions): void }): JSX.Element {
+  const c = networkChoice(value, offer)
+  const ids = useId()
+  return (
+    <>
+      <div className="flex flex-col gap-0.5 text-sm sm:col-span-2">
+        <label htmlFor={`${ids}-route`} className="font-medium">Network route</label>
+        <select id={`${ids}-route`} value={c.route.name} onChange={(e) => onChange({ ...value, route: e.target.value })} className={input}
+          aria-describedby={`${ids}-route-note`}>
+          {offer.routes.map((r) => (
+            <option key={r.name} value={r.name}>{r.name}{r.name === offer.default ? ' (default)' : ''}{r.description ? ` — ${r.description}` : ''}</option>
+          ))}
+        </select>
+        <span id={`${ids}-route-note`} className="text-xs text-zinc-500">{c.route.description}</span>
+      </div>
+      {c.mitmOffered ? (
+        <div className="flex flex-col justify-end gap-1 text-sm">
+          <label className={`flex items-center gap-2 ${c.mitmBlocked ? 'text-zinc-400 dark:text-zinc-500' : ''}`}
+            title={c.mitmBlocked ?? 'A proxy decrypts the guest\'s HTTPS with Aviary\'s own CA; the requests and answers go into the report'}>
+            <input type="checkbox" checked={c.mitm} disabled={c.mitmBlocked !== null} title={c.mitmBlocked ?? undefined}
+              onChange={(e) => onChange({ ...value, mitm: e.target.checked })} />
+            Decrypt HTTPS (mitm)
+          </label>
+        </div>
+      ) : null}
+    </>
   )
 }

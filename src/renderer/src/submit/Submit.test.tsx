@@ -2,8 +2,11 @@
 // The Submit page against a real service: files picked and folders dropped are uploaded with
 // the chosen options (checked on the created tasks), each shows its progress, task and hashes;
 // pasted URLs and hashes become tasks; the server's refusals are shown; names keep their
-// invisible characters visible.
+// invisible characters visible. On a host with routes, the route and HTTPS decryption chosen go
+// into the task's options; a host that routes nothing, or a remote Cuckoo, shows no such field.
 import { createHash } from 'node:crypto'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { act, cleanup, render, screen, waitFor, within } from '@testing-library/react'
 import userEvent from '@testing-library/user-event'
@@ -12,6 +15,8 @@ import { MemoryRouter } from 'react-router'
 import { startHarness, type Harness } from '../../../../test/service-harness'
 import { setLocalApiBase } from '../api/http'
 import { SubmitPage } from '../pages/Submit'
+import { useUi } from '../state/ui'
+import { keys } from '../api/live'
 import { useQueue } from './queue'
 
 
@@ -38,7 +43,7 @@ beforeEach(() => {
 
 function renderPage() {
   const qc = new QueryClient({ defaultOptions: { queries: { retry: false } } })
-  return render(<QueryClientProvider client={qc}><MemoryRouter><SubmitPage /></MemoryRouter></QueryClientProvider>)
+  return { qc, ...render(<QueryClientProvider client={qc}><MemoryRouter><SubmitPage /></MemoryRouter></QueryClientProvider>) }
 }
 
 const hex = (algo: string, data: string) => createHash(algo).update(data).digest('hex')
@@ -135,6 +140,17 @@ describe('Submit page', () => {
     expect(within(unknown).getByRole('alert').textContent).not.toBe('')
   })
 
+  it('offers no network route on a host that routes nothing', async () => {
+    const { qc } = renderPage()
+    await waitFor(() => expect(screen.getByRole('option', { name: 'win10 (windows)' })).toBeTruthy())
+    // The server answered {routed: false}: no field, and nothing to complain about.
+    await waitFor(() => expect(qc.getQueryState(keys.routes(null))?.status).toBe('success'))
+    expect(qc.getQueryData(keys.routes(null))).toBeNull()
+    expect(screen.queryByLabelText('Network route')).toBeNull()
+    expect(screen.queryByLabelText('Decrypt HTTPS (mitm)')).toBeNull()
+    expect(screen.queryByRole('alert')).toBeNull()
+  })
+
   it('shows the server\'s message when an option is refused', async () => {
     const user = userEvent.setup()
     renderPage()
@@ -143,5 +159,97 @@ describe('Submit page', () => {
     await user.click(screen.getByRole('button', { name: 'Submit 1 file' }))
     await waitFor(() => expect(itemNamed('c.exe').dataset.state).toBe('error'))
     expect(within(itemNamed('c.exe')).getByRole('alert').textContent).toMatch(/package/)
+  })
+})
+
+describe('Submit page on a host with routes', () => {
+  let routed: Harness
+  let cuckoo: http.Server
+  const asked: string[] = []
+
+  beforeAll(async () => {
+    routed = await startHarness({
+      machines: { ...machines, routing: { default: 'none', internet: { interface: 'eth0' }, mitm: { default: true } } },
+      allowedOrigins: [window.location.origin]
+    })
+    setLocalApiBase(routed.url)
+    // A plain Cuckoo as a remote: its status and machines, and a 404 for every Aviary route.
+    cuckoo = http.createServer((req, res) => {
+      asked.push(req.url ?? '')
+      const json = (status: number, body: unknown) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)) }
+      if (req.url === '/cuckoo/status') return json(200, { hostname: 'cuckoo', version: '2.0.7', tasks: { total: 0 } })
+      if (req.url === '/machines/list') return json(200, { machines: [{ name: 'cuckoo1', platform: 'windows', label: 'cuckoo1', ip: '192.168.56.101', status: null, locked: false, tags: [] }] })
+      json(404, { message: 'Resource not found' })
+    })
+    await new Promise<void>((r) => cuckoo.listen(0, '127.0.0.1', r))
+  })
+  afterAll(async () => {
+    useUi.getState().setConnection(null)
+    cuckoo.closeAllConnections()
+    await new Promise((r) => cuckoo.close(r))
+    await routed.stop()
+  })
+
+  const taskOptions = async (item: HTMLElement) => {
+    const id = Number(within(item).getByRole('link', { name: /^task \d+$/ }).textContent?.replace('task ', ''))
+    return (await routed.json<{ task: { options: string | null } }>(`/tasks/view/${id}`)).body.task.options
+  }
+
+  it('offers the host\'s routes with their descriptions, defaults to its default, and sends the choice in the options', async () => {
+    const user = userEvent.setup()
+    renderPage()
+    const route = (await screen.findByLabelText('Network route')) as HTMLSelectElement
+    expect(route.value).toBe('none')
+    expect([...route.options].map((o) => o.textContent)).toEqual([
+      'none (default) — no network: only the result server and the agent',
+      'drop — the same as none (Cuckoo\'s name)',
+      'internet — the internet through eth0, with NAT, outside addresses only'
+    ])
+    // Nothing leaves the guest on `none`: nothing to decrypt, and the reason is on the checkbox.
+    const mitm = screen.getByLabelText('Decrypt HTTPS (mitm)') as HTMLInputElement
+    expect(mitm.disabled).toBe(true)
+    expect(mitm.checked).toBe(false)
+    expect(mitm.getAttribute('title')).toMatch(/^Nothing to decrypt: the route 'none'/)
+    await user.selectOptions(route, 'internet')
+    expect(mitm.disabled).toBe(false)
+    expect(mitm.checked).toBe(true) // the host's mitm.default
+    expect(mitm.getAttribute('title')).toBeNull()
+
+    // Typed route= and mitm= lose to the fields; the other options are kept.
+    await user.type(screen.getByLabelText(/^Package options/), 'foo=bar,route=none,mitm=0')
+    expect(screen.getByText('route= and mitm= here are replaced by the network fields')).toBeTruthy()
+    await user.upload(screen.getByTestId('file-input'), [new File(['MZ routed sample'], 'routed.exe')])
+    await user.click(screen.getByRole('button', { name: 'Submit 1 file' }))
+    await waitFor(() => expect(itemNamed('routed.exe').dataset.state).toBe('done'), { timeout: 10_000 })
+    expect(await taskOptions(itemNamed('routed.exe'))).toBe('foo=bar,route=internet,mitm=1')
+
+    // Unticked: mitm=0 is sent, so the host's default (on) does not apply.
+    await user.click(mitm)
+    await user.clear(screen.getByLabelText(/^Package options/))
+    await user.click(screen.getByLabelText(/^URLs and hashes/))
+    await user.paste('https://example.com/plain')
+    await user.click(screen.getByRole('button', { name: 'Submit 1 URL' }))
+    await waitFor(() => expect(itemNamed('https://example.com/plain').dataset.state).toBe('done'), { timeout: 10_000 })
+    expect(await taskOptions(itemNamed('https://example.com/plain'))).toBe('route=internet,mitm=0')
+  })
+
+  it('shows no route field for a remote Cuckoo, which has no /aviary/routes, and no error either', async () => {
+    const res = await fetch(`${routed.url}/aviary/connections`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'old cuckoo', url: `http://127.0.0.1:${(cuckoo.address() as AddressInfo).port}` })
+    })
+    expect(res.status).toBe(200)
+    const { connection } = (await res.json()) as { connection: { id: number; kind: string } }
+    expect(connection.kind).toBe('analysis')
+    useUi.getState().setConnection(connection.id)
+    const { qc } = renderPage()
+    await waitFor(() => expect(screen.getByRole('option', { name: 'cuckoo1 (windows)' })).toBeTruthy())
+    await waitFor(() => expect(qc.getQueryState(keys.routes(connection.id))?.status).toBe('success'))
+    expect(asked).toContain('/aviary/routes')
+    expect(screen.queryByLabelText('Network route')).toBeNull()
+    expect(screen.queryByLabelText('Decrypt HTTPS (mitm)')).toBeNull()
+    expect(screen.queryByRole('alert')).toBeNull()
+    // The local host's routes were not shown for it either.
+    expect(screen.queryByRole('option', { name: /^internet/ })).toBeNull()
   })
 })

@@ -17,11 +17,15 @@ export interface SubmitOptions {
   clock: string
   /** Files only: refuse a sample submitted before. */
   unique: boolean
+  /** The network route (GET /aviary/routes); '' = the host's default. Sent inside `options` (network.ts). */
+  route: string
+  /** Decrypt HTTPS (mitm=1); null = the host's default. */
+  mitm: boolean | null
 }
 
 export const DEFAULT_OPTIONS: SubmitOptions = {
   package: '', options: '', timeout: '', priority: '1', machine: '', platform: '', tags: '', custom: '', owner: '',
-  memory: false, enforce_timeout: false, clock: '', unique: false
+  memory: false, enforce_timeout: false, clock: '', unique: false, route: '', mitm: null
 }
 
 /** "2026-11-23T10:04" → "11-23-2026 10:04:00", the API's (Cuckoo's) %m-%d-%Y %H:%M:%S. */

@@ -13,6 +13,8 @@ export function apiSources(base: string, id: number): ReportSources {
     // The machine's full dump is not served by the API; process dumps are, by name without .dmp.
     memoryDump: (name) => (name === 'memory.dmp' ? null : `${base}/memory/get/${id}/${enc(name.replace(/\.dmp$/, ''))}`),
     pcap: () => `${base}/pcap/get/${id}`,
+    // Aviary's: the proxy's flows of a task that ran with mitm=1 (404 otherwise, and on Cuckoo).
+    flows: () => `${base}/aviary/tasks/${id}/flows`,
     droppedFile: () => null,
     droppedArchive: () => `${base}/tasks/report/${id}/dropped`
   }

@@ -8,12 +8,13 @@ import { useVirtualizer } from '@tanstack/react-virtual'
 import { Link, useNavigate } from 'react-router'
 import type { ConnectionId } from '../api/http'
 import { SafeText, When } from '../components/text'
+import { hasInvisible } from '../format'
 import { ScoreBadge, StatusBadge } from '../components/status'
 import { fetchTaskPage, knownTotal, pageKey, PAGE_SIZE, targetName, type ListTask, type TaskFilter, type TaskPage } from './task-source'
 import { useTasksView } from './filter-store'
 
 const ROW_HEIGHT = 32
-export const COLUMNS = 'grid grid-cols-[5rem_8.5rem_minmax(0,1fr)_4.5rem_8rem_4rem_7rem] gap-x-3 items-center px-2'
+export const COLUMNS = 'grid grid-cols-[5rem_8.5rem_minmax(0,1fr)_4.5rem_8rem_5rem_4rem_7rem] gap-x-3 items-center px-2'
 
 interface Props {
   connection: ConnectionId
@@ -118,7 +119,7 @@ export function TaskTable({ connection, filter, live, pollMs }: Props): JSX.Elem
   return (
     <div className="flex min-h-0 flex-1 flex-col rounded border border-zinc-200 dark:border-zinc-800">
       <div role="presentation" className={`${COLUMNS} h-8 shrink-0 border-b border-zinc-200 bg-zinc-50 text-xs font-medium uppercase tracking-wide text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900`}>
-        <span>ID</span><span>Status</span><span>Target</span><span>Category</span><span>Machine</span><span>Score</span><span>Added</span>
+        <span>ID</span><span>Status</span><span>Target</span><span>Category</span><span>Machine</span><span>Route</span><span>Score</span><span>Added</span>
       </div>
       {error ? <p role="alert" className="border-b border-red-200 bg-red-50 px-2 py-1 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-200">Cannot load tasks: {error.message}</p> : null}
       <div ref={scrollRef} tabIndex={0} role="grid" aria-label="Tasks" aria-rowcount={total} aria-busy={loading}
@@ -160,11 +161,15 @@ const TaskRow = memo(function TaskRow({ index, start, task, selected, now, onSel
           <span role="gridcell" className="truncate font-mono text-xs"><SafeText value={targetName(task)} /></span>
           <span role="gridcell" className="text-zinc-600 dark:text-zinc-400">{task.category}</span>
           <span role="gridcell" className="truncate"><SafeText value={task.machine ?? ('name' in task.guest ? task.guest.name : '')} /></span>
+          {/* Set when the analysis starts; empty before, and on servers that route nothing. */}
+          <span role="gridcell" className="truncate text-xs text-zinc-600 dark:text-zinc-400" title={typeof task.route === 'string' && !hasInvisible(task.route) ? task.route : undefined}>
+            {typeof task.route === 'string' ? <SafeText value={task.route} /> : null}
+          </span>
           <span role="gridcell"><ScoreBadge score={task.score} /></span>
           <span role="gridcell" className="text-zinc-600 dark:text-zinc-400"><When value={task.added_on} now={now} /></span>
         </>
       ) : (
-        <span role="gridcell" className="col-span-7 text-zinc-400">…</span>
+        <span role="gridcell" className="col-span-8 text-zinc-400">…</span>
       )}
     </div>
   )

@@ -125,6 +125,23 @@ describe('Tasks page', () => {
     expect(screen.getByRole('grid').querySelector(`[data-task-id="${id}"]`)).not.toBeNull()
   })
 
+  it('shows each task\'s route in its own column, empty until the analysis chose one', async () => {
+    h.sql("UPDATE tasks SET route = 'internet' WHERE id = ?", TASKS)
+    h.sql("UPDATE tasks SET route = 'vpn\u202Ede' WHERE id = ?", TASKS - 1)
+    renderPage()
+    await waitFor(() => expect(rows().length).toBeGreaterThan(0))
+    const headers = [...document.querySelectorAll('[role="presentation"] > span')].map((e) => e.textContent)
+    const column = headers.indexOf('Route')
+    expect(column).toBeGreaterThan(-1)
+    const routeOf = (id: number) => screen.getByRole('grid').querySelector(`[data-task-id="${id}"]`)?.querySelectorAll('[role="gridcell"]')[column]
+    await waitFor(() => expect(routeOf(TASKS)?.textContent).toBe('internet'))
+    expect(routeOf(TASKS - 1)?.textContent).toBe('vpnRLOde') // shown, never applied
+    expect(routeOf(TASKS - 1)?.querySelector('[data-control="RLO"]')).not.toBeNull()
+    expect(routeOf(TASKS - 2)?.textContent).toBe('')
+    // The column lines up with its header: every row has one cell per header.
+    expect(screen.getByRole('grid').querySelector(`[data-task-id="${TASKS}"]`)?.querySelectorAll('[role="gridcell"]')).toHaveLength(headers.length)
+  })
+
   it('moves the selection with the arrows and opens the task with Enter', async () => {
     const user = userEvent.setup()
     renderPage()
