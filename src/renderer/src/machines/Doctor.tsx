@@ -51,6 +51,14 @@ export function Doctor(): JSX.Element {
       {q.data && (
         <div className="flex flex-col gap-2 text-sm">
           <ul aria-label="machines.json"><FindingRow f={q.data.config} /></ul>
+          {(q.data.routes ?? []).length > 0 && (
+            <div>
+              <h3 className="font-medium">Routes</h3>
+              <ul aria-label="Findings for the routes" className="ml-2">
+                {(q.data.routes ?? []).map((f, i) => <FindingRow key={`${f.check}-${i}`} f={f} />)}
+              </ul>
+            </div>
+          )}
           {q.data.machines.map((m) => (
             <div key={m.name}>
               <h3 className="font-medium"><SafeText value={m.name} /> <span className="text-xs text-zinc-500">(<SafeText value={m.driver} />)</span></h3>

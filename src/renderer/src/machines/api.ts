@@ -11,7 +11,12 @@ export type MachineAction = 'start' | 'stop' | 'revert'
 // doctor.ts's shape (GET /aviary/doctor), plus an optional `level` should the engine ever grade
 // a finding as a warning rather than a failure.
 export type Finding = SharedFinding & { level?: 'ok' | 'warn' | 'fail' }
-export type DoctorReport = Omit<DoctorAnswer, 'config' | 'machines'> & { config: Finding; machines: { name: string; driver: string; findings: Finding[] }[] }
+export type DoctorReport = Omit<DoctorAnswer, 'config' | 'machines' | 'routes'> & {
+  config: Finding
+  /** Absent from an older service. */
+  routes?: Finding[]
+  machines: { name: string; driver: string; findings: Finding[] }[]
+}
 
 export const listMachines = (c: ConnectionId, signal?: AbortSignal): Promise<Machine[]> =>
   fetchJson<{ machines: Machine[] }>(c, '/machines/list', {}, signal).then((r) => r.machines)

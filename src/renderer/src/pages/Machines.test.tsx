@@ -100,4 +100,9 @@ async function doctorFindings(): Promise<void> {
   for (const li of items) expect(['ok', 'warn', 'fail']).toContain(li.dataset.level)
   // No interface is configured for these machines: packet capture must be a failure.
   expect(items.find((li) => li.textContent?.includes('packet capture'))?.dataset.level).toBe('fail')
+  // No routing section: the routes say so, with the fix.
+  const routes = within(screen.getByRole('list', { name: 'Findings for the routes' })).getAllByRole('listitem')
+  expect(routes).toHaveLength(1)
+  expect(routes[0]!.dataset.level).toBe('fail')
+  expect(routes[0]!.textContent).toMatch(/no routing section.*aviary rooter install/)
 }
