@@ -58,7 +58,7 @@ describe('routes, with the rooter as root and the service as nobody', () => {
   let rooterLog = ''
 
   beforeAll(async () => {
-    lab = await createRoutedLab({ index: 1, guests: 4 })
+    lab = await createRoutedLab({ index: 1, guests: 5 })
     for (const g of lab.guests) await g.startAgent()
     const rooter = await lab.startRooter()
     rooter.stderr!.on('data', (b: Buffer) => { rooterLog += b.toString() })
@@ -68,7 +68,8 @@ describe('routes, with the rooter as root and the service as nobody', () => {
       resultserver: { port: 0 },
       screenshots: { interval: 0 },
       timeouts: { critical: 30 },
-      routing: { default: 'none', rooter: path.join(lab.dir, 'rooter.sock'), internet: { interface: 'up0' }, inetsim: { ip: lab.bridgeIp } },
+      routing: { default: 'none', rooter: path.join(lab.dir, 'rooter.sock'), internet: { interface: 'up0' }, inetsim: { ip: lab.bridgeIp },
+        vpn: [{ name: 'vpn0', interface: 'vpn0' }] },
       machines: lab.guests.map((g, i) => ({ name: `lab${i}`, ip: g.ip, platform: 'linux', interface: g.hostIf, resultserver_ip: lab.bridgeIp }))
     })
     s = await lab.serve(dataDir)
@@ -94,20 +95,21 @@ describe('routes, with the rooter as root and the service as nobody', () => {
     expect(uid).toBe('65534')
     const routes = (await (await fetch(`${s.url}/aviary/routes`)).json()) as { default: string; routes: { name: string }[] }
     expect(routes.default).toBe('none')
-    expect(routes.routes.map((r) => r.name)).toEqual(['none', 'drop', 'internet', 'inetsim'])
+    expect(routes.routes.map((r) => r.name)).toEqual(['none', 'drop', 'internet', 'inetsim', 'vpn0'])
     const form = new FormData()
     form.set('file', new Blob(['x']), 'x.sh')
     form.set('options', 'route=tor')
     const res = await fetch(`${s.url}/tasks/create/file`, { method: 'POST', body: form })
     expect(res.status).toBe(400)
-    expect(((await res.json()) as { message: string }).message).toBe("options: route 'tor' is not available on this host; available: none, drop, internet, inetsim")
+    expect(((await res.json()) as { message: string }).message).toBe("options: route 'tor' is not available on this host; available: none, drop, internet, inetsim, vpn0")
   })
 
-  it('none, internet and inetsim: each guest reaches exactly what its route allows', async () => {
+  it('none, internet, inetsim and a VPN: each guest reaches exactly what its route allows', async () => {
     const tasks = [
       { i: 0, route: 'none', tag: 'none0' },
       { i: 1, route: 'internet', tag: 'inter1' },
-      { i: 2, route: 'inetsim', tag: 'inet2' }
+      { i: 2, route: 'inetsim', tag: 'inet2' },
+      { i: 4, route: 'vpn0', tag: 'vpn4' }
     ]
     const ids = await Promise.all(tasks.map((t) => submitFile(s, `probe-${t.tag}.py`, probe(lab, t.tag), { machine: `lab${t.i}`, options: `route=${t.route}`, timeout: '60' })))
     for (const id of ids) expect(await waitForTask(s, id, FINAL, 150_000)).toBe('reported')
@@ -146,6 +148,15 @@ describe('routes, with the rooter as root and the service as nobody', () => {
     const r = await report(ids[2]!)
     expect(JSON.stringify(r.network.dns)).toContain('inet2.example')
     expect(JSON.stringify(r.network.http)).toContain('/from-inet2')
+    expect(JSON.stringify(r.network.tls)).toContain('inet2.example') // the HTTPS, by its SNI
+
+    // vpn0: out through the VPN's link and its routing table, never the internet link.
+    expect((await view(ids[3]!)).route).toBe('vpn0')
+    const v = probeResult(ids[3]!, 'vpn4')
+    expect(v).toMatchObject({ tcp_upstream: true, udp_upstream: true, icmp_upstream: true, dns: lab.upstreamIp, tcp_host: false, tcp_lan: false, icmp_lan: false })
+    expect(String(v.http_name)).toContain(`vpn answers ${lab.vpnNatIp}`)
+    expect(lab.seen('vpn').some((e) => e.path === '/from-vpn4' && e.client === lab.vpnNatIp)).toBe(true)
+    expect(upstream.some((e) => e.path === '/from-vpn4' || e.name === 'vpn4.example')).toBe(false)
   }, 240_000)
 
   it('mitm=1: a sample\'s HTTPS is decrypted in the report, and a pinning sample shows as a refused handshake', async () => {

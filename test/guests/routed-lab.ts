@@ -7,10 +7,13 @@
 //   upstream  "the internet": 203.0.113.2 on the link, 198.51.100.7 on its loopback with HTTP,
 //             HTTPS, UDP echo and a DNS server answering every name with 198.51.100.7
 //   lan       "the LAN": 192.168.77.2 with HTTP, HTTPS and UDP echo
+//   vpn       the far end of a VPN (vpn0, 192.0.2.1/24 on the host, routing table 100 of the host
+//             holding its default route): it also answers as 198.51.100.7, so a guest on the VPN
+//             route reaches "the internet" there, and the lab tells the two paths apart
 //   guests    on the bridge (10.211.L.10+i), resolving through the upstream's DNS, each with a
 //             private /tmp and a private copy of the system's trust store (/etc/ssl,
 //             /usr/local/share/ca-certificates), so the analyzer's CA changes stay inside
-// Names: avrl<L>h, avrl<L>u, avrl<L>l, avrl<L>g<i>; root-namespace link avrl<L>m. L is 1..9.
+// Names: avrl<L>h, avrl<L>u, avrl<L>l, avrl<L>v, avrl<L>g<i>; root-namespace link avrl<L>m. L is 1..9.
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -39,10 +42,12 @@ export interface RoutedLab {
   mgmtIp: string
   upstreamIp: string
   natIp: string
+  /** The host's address on the VPN link: what the VPN's far end sees. */
+  vpnNatIp: string
   lanIp: string
   guests: LabGuest[]
-  /** What the upstream and LAN servers saw (JSON lines). */
-  seen(which: 'upstream' | 'lan'): { proto: string; port: number; client: string; path?: string; name?: string; host?: string }[]
+  /** What the upstream, LAN and VPN servers saw (JSON lines). */
+  seen(which: 'upstream' | 'lan' | 'vpn'): { proto: string; port: number; client: string; path?: string; name?: string; host?: string }[]
   /** Runs a command in the host namespace (as root). */
   inHost(cmd: string[]): Promise<string>
   startRooter(): Promise<ChildProcess>
@@ -63,6 +68,7 @@ export async function createRoutedLab(o: { index: number; guests: number }): Pro
   const host = `avrl${L}h`
   const upstream = `avrl${L}u`
   const lan = `avrl${L}l`
+  const vpn = `avrl${L}v`
   const mgmt = `avrl${L}m`
   const net = `10.211.${L}`
   const guestNs = Array.from({ length: o.guests }, (_, i) => `avrl${L}g${i}`)
@@ -73,7 +79,7 @@ export async function createRoutedLab(o: { index: number; guests: number }): Pro
   const cleanup = async (): Promise<void> => {
     for (const c of children) killGroup(c)
     children.clear()
-    for (const ns of [host, upstream, lan, ...guestNs]) {
+    for (const ns of [host, upstream, lan, vpn, ...guestNs]) {
       const pids = await run('ip', ['netns', 'pids', ns]).then((r) => r.stdout.split(/\s+/).filter(Boolean), () => [])
       for (const pid of pids) { try { process.kill(Number(pid), 'SIGKILL') } catch { /* gone */ } }
       await run('ip', ['netns', 'del', ns]).catch(() => undefined)
@@ -99,7 +105,7 @@ export async function createRoutedLab(o: { index: number; guests: number }): Pro
   })
 
   try {
-    for (const ns of [host, upstream, lan]) {
+    for (const ns of [host, upstream, lan, vpn]) {
       await ip('netns', 'add', ns)
       await ip('-n', ns, 'link', 'set', 'lo', 'up')
     }
@@ -130,6 +136,15 @@ export async function createRoutedLab(o: { index: number; guests: number }): Pro
     await ip('-n', lan, 'addr', 'add', '192.168.77.2/24', 'dev', 'lan1')
     await ip('-n', lan, 'link', 'set', 'lan1', 'up')
     await ip('-n', lan, 'route', 'add', 'default', 'via', '192.168.77.1')
+    // the VPN: its own link and routing table
+    await ip('-n', host, 'link', 'add', 'vpn0', 'type', 'veth', 'peer', 'name', 'vpn1', 'netns', vpn)
+    await ip('-n', host, 'addr', 'add', '192.0.2.1/24', 'dev', 'vpn0')
+    await ip('-n', host, 'link', 'set', 'vpn0', 'up')
+    await ip('-n', host, 'route', 'add', 'default', 'via', '192.0.2.2', 'dev', 'vpn0', 'table', '100')
+    await ip('-n', vpn, 'addr', 'add', '192.0.2.2/24', 'dev', 'vpn1')
+    await ip('-n', vpn, 'link', 'set', 'vpn1', 'up')
+    await ip('-n', vpn, 'addr', 'add', '198.51.100.7/32', 'dev', 'lo')
+    await ip('-n', vpn, 'route', 'add', 'default', 'via', '192.0.2.1')
     await run('ip', ['netns', 'exec', host, 'sysctl', '-qw', 'net.ipv4.ip_forward=1'])
 
     // the servers, with a certificate of the lab's own
@@ -137,7 +152,7 @@ export async function createRoutedLab(o: { index: number; guests: number }): Pro
       '-days', '2', '-subj', '/CN=upstream.example', '-addext', 'subjectAltName=DNS:upstream.example,DNS:lan.example,IP:198.51.100.7,IP:192.168.77.2'], { stdio: 'ignore' })
     chmodSync(path.join(dir, 'server.crt'), 0o644)
     const servers = path.resolve('test/guests/lab-servers.mjs')
-    for (const [ns, addr, name, dns] of [[upstream, '198.51.100.7', 'upstream', true], [lan, '192.168.77.2', 'lan', false]] as const) {
+    for (const [ns, addr, name, dns] of [[upstream, '198.51.100.7', 'upstream', true], [lan, '192.168.77.2', 'lan', false], [vpn, '198.51.100.7', 'vpn', true]] as const) {
       const c = bg(ns, [process.execPath, servers, '--ip', addr, '--name', name, '--log', path.join(dir, `${name}.log`),
         '--cert', path.join(dir, 'server.crt'), '--key', path.join(dir, 'server.key'), ...(dns ? ['--dns'] : [])])
       await ready(c, 'ready', `${name} servers`)
@@ -191,7 +206,7 @@ export async function createRoutedLab(o: { index: number; guests: number }): Pro
     }
 
     const lab: RoutedLab = {
-      dir, host, net, bridgeIp: `${net}.1`, mgmtIp: `10.212.${L}.2`, upstreamIp: '198.51.100.7', natIp: '203.0.113.1', lanIp: '192.168.77.2',
+      dir, host, net, bridgeIp: `${net}.1`, mgmtIp: `10.212.${L}.2`, upstreamIp: '198.51.100.7', natIp: '203.0.113.1', vpnNatIp: '192.0.2.1', lanIp: '192.168.77.2',
       guests, tcpdump,
       seen: (which) => {
         const f = path.join(dir, `${which}.log`)
@@ -200,7 +215,7 @@ export async function createRoutedLab(o: { index: number; guests: number }): Pro
       inHost: async (cmd) => (await run('ip', ['netns', 'exec', host, ...cmd])).stdout,
       startRooter: async () => {
         const c = bg(host, [process.execPath, path.join(PROJECT, 'bin/aviary.js'), 'rooter', '--guest-network', `${net}.0/24`, '--interface', 'up0',
-          '--inetsim', `${net}.1`, '--socket', path.join(dir, 'rooter.sock'), '--group', 'nogroup'])
+          '--vpn', 'vpn0:100', '--inetsim', `${net}.1`, '--socket', path.join(dir, 'rooter.sock'), '--group', 'nogroup'])
         await ready(c, 'listening on', 'the rooter')
         return c
       },
