@@ -5,12 +5,15 @@
 // throws is reported in the log and skipped, as Cuckoo does: one broken rule never costs the report.
 import { RULES } from './rules/index'
 import type { Mark, Marker, Signature, SignatureRule } from './signature'
+import { ttpOf } from './attack'
 
 export type { Mark, Signature, SignatureRule } from './signature'
 
 /** Marks kept per signature (Cuckoo's `Signature.markcount` default); `markcount` counts them all. */
 export const MAX_MARKS = 50
 export const MAX_SCORE = 10
+/** An ATT&CK technique or sub-technique id. */
+const TECHNIQUE_ID = /^T\d{4}(\.\d{3})?$/
 
 export interface RunSignaturesOptions {
   /** The rule set; defaults to every rule of rules/index.ts. */
@@ -26,12 +29,14 @@ export function runSignatures(
   const fired: Signature[] = []
   for (const rule of o.rules ?? RULES) {
     const marks: Mark[] = []
+    const techniques = new Set(rule.ttp)
     let count = 0
     const keep = (m: Mark): void => { count++; if (marks.length < MAX_MARKS) marks.push(m) }
     const marker: Marker = {
       ioc: (category, ioc, description) => keep({ type: 'ioc', category, ioc, description: description ?? null }),
       call: (pid, cid, call) => keep({ type: 'call', pid, cid, call }),
-      generic: (fields) => keep({ ...fields, type: 'generic' })
+      generic: (fields) => keep({ ...fields, type: 'generic' }),
+      technique: (id) => { if (TECHNIQUE_ID.test(id)) techniques.add(id) }
     }
     try {
       rule.run(report, marker)
@@ -46,7 +51,7 @@ export function runSignatures(
       severity: rule.severity,
       families: [...(rule.families ?? [])],
       references: [...(rule.references ?? [])],
-      ttp: { ...(rule.ttp ?? {}) },
+      ttp: ttpOf([...techniques]),
       marks,
       markcount: count
     })

@@ -4,6 +4,8 @@
 // its own file under rules/; it reads the assembled report (never the analysis folder) and calls
 // `mark` for every piece of evidence. A rule that marked nothing did not fire.
 
+import type { AttackTechnique } from './attack'
+
 /** Cuckoo's severities: 1 informational, 2 warning (suspicious), 3 danger (malicious). */
 export type Severity = 1 | 2 | 3
 
@@ -38,7 +40,8 @@ export interface Signature {
   severity: Severity
   families: string[]
   references: string[]
-  ttp: Record<string, string>
+  /** Cuckoo 2.0.7's shape: technique id → its name (`short`) and a sentence on it (`long`). */
+  ttp: Record<string, AttackTechnique>
   /** The first MAX_MARKS marks (Cuckoo keeps 50); `markcount` is how many there were in all. */
   marks: Mark[]
   markcount: number
@@ -49,6 +52,8 @@ export interface Marker {
   ioc(category: string, ioc: string, description?: string): void
   call(pid: number, cid: number, call: Record<string, unknown>): void
   generic(fields: Record<string, unknown>): void
+  /** A technique the evidence itself names (a YARA rule's ATT&CK meta), added to the rule's `ttp`. */
+  technique(id: string): void
 }
 
 /** A rule: metadata plus `run`, which inspects the report and marks what it found. */
@@ -60,7 +65,7 @@ export interface SignatureRule {
   categories: string[]
   families?: string[]
   references?: string[]
-  /** MITRE ATT&CK technique id → name, as Cuckoo's `ttp`. */
-  ttp?: Record<string, string>
+  /** MITRE ATT&CK technique ids (attack.ts names them); the report's `ttp` is built from these. */
+  ttp: readonly string[]
   run(report: Record<string, unknown>, mark: Marker): void
 }

@@ -2,6 +2,7 @@
 // resembles it; the engine keeps Cuckoo's signature shape, caps marks and scores as documented.
 import { describe, expect, it } from 'vitest'
 import { runSignatures, scoreOf, MAX_MARKS } from './engine'
+import { ATTACK } from './attack'
 import { RULES } from './rules/index'
 import type { SignatureRule } from './signature'
 
@@ -82,6 +83,34 @@ describe('signature rules', () => {
       expect(res.score).toBe(sig.severity / 5)
     })
   }
+})
+
+describe('ATT&CK ids', () => {
+  it('every rule names at least one technique, each known with a name and a sentence (yara_match takes its rules\' own)', () => {
+    for (const rule of RULES) {
+      if (rule.name !== 'yara_match') expect(rule.ttp.length, rule.name).toBeGreaterThan(0)
+      for (const id of rule.ttp) {
+        expect(ATTACK[id], `${rule.name}: ${id}`).toBeDefined()
+        expect(ATTACK[id]!.short.length).toBeGreaterThan(0)
+        expect(ATTACK[id]!.long.length).toBeGreaterThan(20)
+      }
+    }
+  })
+
+  it('a fired signature carries Cuckoo 2.0.7\'s ttp shape, {id: {short, long}}, which MISP\'s cuckooimport reads', () => {
+    const r = clean() as Report & { behavior: Report; network: Report }
+    FIRES.deletes_self!(r)
+    const sig = fired(r, 'deletes_self')!
+    expect(sig.ttp).toEqual({ T1070: ATTACK.T1070, 'T1070.004': ATTACK['T1070.004'] })
+    // MISP cuckooimport: for ttp_num, desc in sign["ttp"].items(): desc["short"]
+    for (const [id, desc] of Object.entries(sig.ttp)) expect(`${desc.short} - ${id}`).toMatch(/^\S.* - T\d{4}/)
+  })
+
+  it('yara_match takes the techniques its rules name in their meta, and only well-formed ids', () => {
+    const r = clean() as Report & { target: { file: Report } }
+    r.target.file.yara = [{ name: 'Loader', meta: { mitre_attack: 't1059.001, T1105 bogus T12' }, strings: [], offsets: {} }]
+    expect(Object.keys(fired(r, 'yara_match')!.ttp).sort()).toEqual(['T1059.001', 'T1105'])
+  })
 })
 
 describe('rule details', () => {
@@ -165,9 +194,9 @@ describe('rule details', () => {
 
 describe('engine', () => {
   it('keeps the first 50 marks and counts all, sorts by severity ascending (as Cuckoo), scores sum/5 capped at 10', () => {
-    const many: SignatureRule = { name: 'many', description: 'd', severity: 1, categories: [], run: (_r, m) => { for (let i = 0; i < 120; i++) m.ioc('n', String(i)) } }
-    const danger: SignatureRule = { name: 'danger', description: 'd', severity: 3, categories: [], run: (_r, m) => m.call(4, 7, { api: 'NtWriteVirtualMemory' }) }
-    const silent: SignatureRule = { name: 'silent', description: 'd', severity: 3, categories: [], run: () => undefined }
+    const many: SignatureRule = { name: 'many', description: 'd', severity: 1, categories: [], ttp: [], run: (_r, m) => { for (let i = 0; i < 120; i++) m.ioc('n', String(i)) } }
+    const danger: SignatureRule = { name: 'danger', description: 'd', severity: 3, categories: [], ttp: [], run: (_r, m) => m.call(4, 7, { api: 'NtWriteVirtualMemory' }) }
+    const silent: SignatureRule = { name: 'silent', description: 'd', severity: 3, categories: [], ttp: [], run: () => undefined }
     const res = runSignatures({}, { rules: [many, danger, silent] })
     expect(res.signatures.map((s) => s.name)).toEqual(['many', 'danger'])
     expect(res.signatures[0]!.marks).toHaveLength(MAX_MARKS)
@@ -178,7 +207,7 @@ describe('engine', () => {
   })
 
   it('a throwing rule is logged and skipped; hostile shapes do not throw', () => {
-    const bad: SignatureRule = { name: 'bad', description: 'd', severity: 3, categories: [], run: () => { throw new Error('boom') } }
+    const bad: SignatureRule = { name: 'bad', description: 'd', severity: 3, categories: [], ttp: [], run: () => { throw new Error('boom') } }
     const logs: string[] = []
     expect(runSignatures({}, { rules: [bad], log: (m) => logs.push(m) }).signatures).toEqual([])
     expect(logs).toEqual(['signature bad failed: boom'])

@@ -83,7 +83,11 @@ export async function signaturesSection(w: PageWriter, report: Obj): Promise<voi
     const sev = Math.min(3, Math.max(1, Math.round(num(s, 'severity') ?? 1)))
     const marks = objs(s, 'marks')
     const count = num(s, 'markcount') ?? marks.length
-    const ttp = Object.entries(obj(s, 'ttp')).map(([id, name]) => `<span class="tag">${text(id, 40)} ${text(name, 100)}</span>`).join('')
+    // Cuckoo 2.0.7 writes {id: {short, long}}; older Aviary reports wrote {id: name}.
+    const ttp = Object.entries(obj(s, 'ttp')).map(([id, t]) => {
+      const name = typeof t === 'string' ? t : isObj(t) ? str(t, 'short') : ''
+      return `<span class="tag" title="${text(isObj(t) ? str(t, 'long') : '', 500)}">${text(id, 40)} ${text(name, 100)}</span>`
+    }).join('')
     const families = Array.isArray(s.families) ? s.families.map((f) => `<span class="tag">${text(f, 100)}</span>`).join('') : ''
     w.put(`<div class="sig sev-${sev}"><span class="sev">${SEVERITY[sev]}</span><b>${text(str(s, 'description'), 500)}</b> ` +
       `<span class="muted mono">${text(str(s, 'name'), 200)}</span> ${families}${ttp}`)

@@ -8,7 +8,7 @@ export const contactsBareIp: SignatureRule = {
   description: 'Connects to a public IP address that was not resolved through DNS',
   severity: 2,
   categories: ['network'],
-  ttp: { T1071: 'Application Layer Protocol' },
+  ttp: ['T1071'],
   run(report, mark) {
     const resolved = resolvedIps(report)
     // The resolvers the run queried: talking to them is DNS, not a bare-IP contact (the guest's

@@ -9,7 +9,7 @@ export const deletesSelf: SignatureRule = {
   description: 'Deletes its own executable file',
   severity: 3,
   categories: ['stealth'],
-  ttp: { T1070: 'Indicator Removal', 'T1070.004': 'File Deletion' },
+  ttp: ['T1070', 'T1070.004'],
   run(report, mark) {
     const file = obj(report, 'target', 'file')
     const names = new Set([baseName(str(file, 'name')), baseName(str(file, 'path'))].filter((n) => n !== ''))

@@ -11,7 +11,7 @@ export const dropsExecutable: SignatureRule = {
   description: 'Writes an executable file to disk',
   severity: 2,
   categories: ['dropper'],
-  ttp: { T1105: 'Ingress Tool Transfer' },
+  ttp: ['T1105'],
   run(report, mark) {
     const marked = new Set<string>()
     for (const d of objs(report, 'dropped')) {

@@ -20,7 +20,7 @@ export const packedSection: SignatureRule = {
   description: 'The sample has a high-entropy section, likely packed or encrypted',
   severity: 2,
   categories: ['packer'],
-  ttp: { 'T1027.002': 'Software Packing' },
+  ttp: ['T1027.002'],
   run(report, mark) {
     for (const s of objs(report, 'static', 'pe_sections')) {
       const entropy = field(s, 'entropy')

@@ -39,7 +39,7 @@ export const persistenceAutorun: SignatureRule = {
   description: 'Installs itself to run automatically at boot or log-on',
   severity: 3,
   categories: ['persistence'],
-  ttp: { T1547: 'Boot or Logon Autostart Execution', T1053: 'Scheduled Task/Job', T1543: 'Create or Modify System Process' },
+  ttp: ['T1547', 'T1053', 'T1543'],
   run(report, mark) {
     const keys = new Set([...summary(report, 'regkey_written'), ...summary(report, 'regkey_created')])
     for (const k of keys) if (AUTORUN_KEYS.some((re) => re.test(k))) mark.ioc('registry', k)

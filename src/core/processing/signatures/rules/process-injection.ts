@@ -24,7 +24,7 @@ export const processInjection: SignatureRule = {
   description: 'Writes code into another process and makes it run (process injection)',
   severity: 3,
   categories: ['injection'],
-  ttp: { T1055: 'Process Injection' },
+  ttp: ['T1055'],
   run(report, mark) {
     for (const p of objs(report, 'behavior', 'processes')) {
       const calls = Array.isArray(p.calls) ? p.calls : []

@@ -10,7 +10,7 @@ export const resolvesManyDomains: SignatureRule = {
   description: `Resolves more than ${MANY_DOMAINS} distinct domain names`,
   severity: 2,
   categories: ['network'],
-  ttp: { T1568: 'Dynamic Resolution' },
+  ttp: ['T1568'],
   run(report, mark) {
     const names = new Set<string>()
     for (const d of objs(report, 'network', 'dns')) {

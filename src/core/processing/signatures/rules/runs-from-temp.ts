@@ -13,6 +13,7 @@ export const runsFromTemp: SignatureRule = {
   description: 'Runs a program from a temporary or user-writable folder',
   severity: 1,
   categories: ['execution'],
+  ttp: ['T1204.002'],
   run(report, mark) {
     // The sample itself is placed in a temp folder by the analyzer: it does not count.
     const sample = baseName(str(obj(report, 'target', 'file'), 'name'))

@@ -32,7 +32,7 @@ export const startsShell: SignatureRule = {
   description: 'Starts a command shell or script interpreter',
   severity: 2,
   categories: ['execution'],
-  ttp: { T1059: 'Command and Scripting Interpreter' },
+  ttp: ['T1059'],
   run(report, mark) {
     const seen = new Set<string>()
     const sample = baseName(str(obj(report, 'target', 'file'), 'name'))

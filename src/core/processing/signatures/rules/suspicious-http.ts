@@ -21,7 +21,7 @@ export const suspiciousHttp: SignatureRule = {
   description: 'Makes HTTP requests to a raw IP address or with an unusual user agent',
   severity: 2,
   categories: ['network'],
-  ttp: { 'T1071.001': 'Web Protocols' },
+  ttp: ['T1071.001'],
   run(report, mark) {
     for (const h of objs(report, 'network', 'http')) {
       const host = str(h, 'host').replace(/:\d+$/, '').replace(/^\[|\]$/g, '')

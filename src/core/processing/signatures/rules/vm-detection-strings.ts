@@ -10,7 +10,7 @@ export const vmDetectionStrings: SignatureRule = {
   description: 'Contains names of virtual-machine or sandbox artefacts (possible evasion)',
   severity: 1,
   categories: ['anti-vm'],
-  ttp: { 'T1497.001': 'System Checks' },
+  ttp: ['T1497.001'],
   run(report, mark) {
     const hits = new Set<string>()
     for (const s of strs(report, 'strings')) {
