@@ -150,6 +150,46 @@ describe('rule details', () => {
     expect(fired(ok, 'suspicious_http')).toBeUndefined()
   })
 
+  it('suspicious_http: a URL task\'s own fetch (wget, by the package) is not the sample\'s; what the page then asks with another agent is', () => {
+    const r = clean() as Report & { network: Report; target: Report }
+    r.target = { category: 'url', url: 'http://example.com' }
+    // As the network module writes them: uri is the full URL, path the request's path.
+    r.network.http = [
+      { host: 'example.com', port: 80, uri: 'http://example.com/', path: '/', method: 'GET', 'user-agent': 'Wget/1.21.3' },
+      { host: 'example.com', port: 80, uri: 'http://example.com/next', path: '/next', method: 'GET', 'user-agent': 'Wget/1.21.3' }
+    ]
+    expect(fired(r, 'suspicious_http')).toBeUndefined()
+    ;(r.network.http as Report[]).push({ host: 'some.domain', port: 80, uri: 'http://some.domain/payload', path: '/payload', method: 'GET', 'user-agent': 'python-requests/2.31' })
+    expect(fired(r, 'suspicious_http')?.marks).toEqual([
+      { type: 'ioc', category: 'user-agent', ioc: 'python-requests/2.31', description: 'unusual user agent in GET http://some.domain/payload' }
+    ])
+    // On a file task the same wget request is the sample's.
+    const f = clean() as Report & { network: Report }
+    f.network.http = [(r.network.http as Report[])[0]!]
+    expect(fired(f, 'suspicious_http')?.markcount).toBe(1)
+  })
+
+  it('suspicious_http marks a full-URL uri once, not as host + URL', () => {
+    const r = clean() as Report & { network: Report }
+    r.network.http = [{ host: '203.0.113.9', port: 80, uri: 'http://203.0.113.9/payload', path: '/payload', method: 'POST', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0' }]
+    expect(fired(r, 'suspicious_http')?.marks).toEqual([{ type: 'ioc', category: 'url', ioc: 'POST http://203.0.113.9/payload', description: 'request to a raw IP address' }])
+  })
+
+  it('drops_executable goes by content: random bytes named .exe or .bin are data; an ELF or PE is an executable', () => {
+    const r = clean() as Report & { network: Report }
+    r.dropped = [
+      { name: 'payload.bin', filepath: '/tmp/payload.bin', type: 'data' },
+      { name: 'random.exe', filepath: 'C:\\Users\\Public\\random.exe', type: 'data' }
+    ]
+    ;((r.behavior as Report).summary as Report).file_written = ['/tmp/payload.bin', 'C:\\Users\\Public\\random.exe']
+    expect(fired(r, 'drops_executable')).toBeUndefined()
+    ;(r.dropped as Report[]).push({ name: 'x', filepath: '/tmp/.x/kworkerd', type: 'ELF 64-bit LSB pie executable, x86-64, version 1 (SYSV), dynamically linked' })
+    expect(fired(r, 'drops_executable')?.marks.map((m) => (m as { ioc: string }).ioc)).toEqual(['/tmp/.x/kworkerd'])
+    // A written .exe whose bytes never arrived is still worth a mark.
+    ;((r.behavior as Report).summary as Report).file_created = ['C:\\Users\\a\\AppData\\Roaming\\upd.exe']
+    expect(fired(r, 'drops_executable')?.markcount).toBe(2)
+  })
+
   it('persistence_autorun: Run key, Startup folder, schtasks, systemctl enable, .bashrc', () => {
     const r = clean() as Report & { behavior: Report }
     const s = r.behavior.summary as Report
