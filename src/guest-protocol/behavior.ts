@@ -9,6 +9,8 @@
 //                               descendants, also ones that were reparented after being seen)
 //   {"type":"file", ...}        one per file change seen in the watched folders (or by strace)
 //   {"type":"connection", ...}  one per distinct (proto, src, sport, dst, dport, pid) of the tree
+//   {"type":"registry", ...}    one per registry value written or deleted under the keys the
+//                               Windows analyzer watches (autorun keys), in the order seen
 // Times are milliseconds since the Unix epoch (guest clock). Unknown values are null, never absent,
 // except the optional keys marked `?`. New keys may be added; readers ignore keys they do not know.
 
@@ -31,7 +33,10 @@ export interface AnalyzerRecord {
   reason: 'tree-ended' | 'timeout' | 'start-failed'
   /** Why the sample did not start, in the OS's words (reason 'start-failed'); absent otherwise. */
   error?: string
-  /** Monitors that ran: "proc" (/proc polling), "strace", "files", "wmi" (Windows polling). */
+  /**
+   * Monitors that ran: "proc" (/proc polling), "strace", "files", "winmon" (Windows: the native
+   * helper's processes, connections and registry), "wmi" (Windows: PowerShell polling, its fallback).
+   */
   monitors: string[]
 }
 
@@ -72,7 +77,24 @@ export interface ConnectionRecord {
   time: number
 }
 
-export type BehaviorRecord = AnalyzerRecord | ProcessRecord | FileRecord | ConnectionRecord
+/**
+ * A registry value written or deleted (Windows). `key` is the full key path with the hive spelled
+ * out (`HKEY_CURRENT_USER\Software\...\Run`), `name` the value's name ('' for the default
+ * value). Seen by snapshot and diff, so the writer is not known: `pid` is null unless a monitor
+ * that knows it says so.
+ */
+export interface RegistryRecord {
+  type: 'registry'
+  op: 'written' | 'deleted'
+  key: string
+  name: string
+  /** Written values: the data (strings cut by the monitor; numbers for DWORDs), or null for other types. */
+  data?: string | number | null
+  pid: number | null
+  time: number
+}
+
+export type BehaviorRecord = AnalyzerRecord | ProcessRecord | FileRecord | ConnectionRecord | RegistryRecord
 
 export function toJsonLines(records: BehaviorRecord[]): string {
   return records.map((r) => JSON.stringify(r)).join('\n') + (records.length > 0 ? '\n' : '')

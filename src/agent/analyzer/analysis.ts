@@ -16,7 +16,7 @@ import { uploadFile, type NetlogLog } from './netlog.js'
 import { choosePackage, launchFor } from './packages.js'
 import { ProcMonitor } from './proc-monitor.js'
 import { parseStrace, type StraceResult } from './strace-log.js'
-import { WindowsMonitor } from './windows-monitor.js'
+import { windowsMonitor } from './windows-monitor.js'
 import { trustProxyCa } from './trust.js'
 
 type Platform = 'linux' | 'windows'
@@ -58,8 +58,16 @@ export function setClock(conf: AnalysisConfig, log: NetlogLog): void {
 
 function killTree(platform: Platform, pids: number[], root: number): void {
   if (platform === 'windows') {
-    spawnSync('taskkill', ['/F', '/T', '/PID', String(root)], { stdio: 'ignore' })
-    for (const pid of pids) spawnSync('taskkill', ['/F', '/PID', String(pid)], { stdio: 'ignore' })
+    // taskkill /T also ends descendants nobody saw (Windows); Wine refuses /T, so every known
+    // process is ended by its pid too (TerminateProcess, without starting a taskkill per pid).
+    spawnSync('taskkill', ['/F', '/T', '/PID', String(root)], { stdio: 'ignore', windowsHide: true })
+    for (const pid of pids) {
+      try {
+        process.kill(pid)
+      } catch {
+        // already gone
+      }
+    }
     return
   }
   // Tracees first: killing strace first would detach them and let them run on.
@@ -154,7 +162,9 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   log.info(`watching ${folders.join(', ')} (${before.size} files, listed in ${Date.now() - t0} ms)`)
 
   const strace = platform === 'linux' && conf.options.get('strace') !== '0' ? which(['strace']) : null
-  const monitors = [platform === 'linux' ? 'proc' : 'wmi', 'files', ...(strace !== null ? ['strace'] : [])]
+  // Windows: the helper watches before the sample starts, so that no early child is missed.
+  const winMon = platform === 'windows' ? windowsMonitor(analyzerDir) : null
+  const monitors = [winMon?.kind ?? 'proc', 'files', ...(strace !== null ? ['strace'] : [])]
   const [file, args] =
     strace !== null
       ? [strace, ['-f', '-ttt', '-yy', '-s', '1024', '-e', 'trace=process,file,network', '-o', traceFile, '--', launch.file, ...launch.args]]
@@ -162,6 +172,10 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   const untrust = trustProxyCa(analyzerDir, conf.run, log)
   // Also when the analysis fails on the way: the CA never outlives the run.
   if (untrust !== null) process.once('exit', untrust)
+  if (winMon !== null) {
+    winMon.start()
+    await winMon.ready()
+  }
   const started = Date.now()
   const record: AnalyzerRecord = {
     type: 'analyzer', version: BEHAVIOR_FORMAT_VERSION, task: conf.id, package: launch.package, platform, category: conf.category,
@@ -187,10 +201,11 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     rootRunning = false
   })
   const root = child.pid ?? -1
-  const monitor: Monitor = platform === 'linux' ? new ProcMonitor(root, strace !== null) : new WindowsMonitor(root)
+  const monitor: Monitor = winMon ?? new ProcMonitor(root, strace !== null)
   if (spawned) {
     log.info(`started ${[launch.file, ...launch.args].join(' ')} as pid ${root}${strace !== null ? ' under strace' : ''}`)
-    monitor.start()
+    if (winMon !== null) winMon.setRoot(root)
+    else monitor.start()
     const deadline = started + conf.timeout * 1000
     record.reason = 'timeout'
     while (Date.now() < deadline) {
@@ -207,9 +222,13 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
       killTree(platform, pids, root)
       for (let i = 0; i < 20 && (rootRunning || monitor.alive().length > 0); i++) await sleep(100)
     }
-    monitor.stop()
+    if (winMon === null) monitor.stop()
   } else {
     record.reason = 'start-failed'
+  }
+  if (winMon !== null) {
+    await winMon.finish()
+    for (const note of winMon.notes()) log.warning(note)
   }
   record.ended = Date.now()
   untrust?.()
@@ -240,9 +259,11 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     maxFiles: Number(conf.options.get('max_dropped') ?? 100),
     maxSize: Number(conf.options.get('max_dropped_size') ?? 32 * 1024 * 1024)
   }, log)
-  log.info(`${processes.length} process(es), ${files.length} file change(s), ${connections.length} connection(s), ${dropped} file(s) uploaded`)
+  const registry = winMon?.registryRecords() ?? []
+  log.info(`${processes.length} process(es), ${files.length} file change(s), ${connections.length} connection(s), ` +
+    `${registry.length > 0 ? `${registry.length} registry change(s), ` : ''}${dropped} file(s) uploaded`)
 
-  const jsonl = toJsonLines([record, ...processes, ...files, ...connections])
+  const jsonl = toJsonLines([record, ...processes, ...files, ...connections, ...registry])
   const local = join(analyzerDir, 'behavior.jsonl')
   try {
     writeFileSync(local, jsonl)

@@ -35,12 +35,22 @@ export function watchedFolders(platform: 'linux' | 'windows', sampleDir: string 
           env.USERPROFILE && join(env.USERPROFILE, 'Desktop'),
           env.USERPROFILE && join(env.USERPROFILE, 'Documents'),
           env.PROGRAMDATA,
+          // C:\Users\Public: shared by every user, a favourite of droppers (Wine sets PUBLIC too).
+          env.PUBLIC,
           env.APPDATA && join(env.APPDATA, 'Microsoft', 'Windows', 'Start Menu', 'Programs', 'Startup')
         ]
   if (sampleDir !== null) dirs.push(sampleDir)
   const unique = [...new Set(dirs.filter((d): d is string => typeof d === 'string' && d !== '').map((d) => resolve(d)))]
-  // Drop folders inside another watched folder (they are walked with it).
-  return unique.filter((d) => !unique.some((o) => o !== d && d.startsWith(o + sep)))
+  // Drop folders inside another watched folder that is walked deep enough to reach all of them
+  // (the Startup folder sits 5 levels under %APPDATA%, beyond the walk's default depth: kept).
+  return unique.filter((d) => !unique.some((o) => o !== d && d.startsWith(o + sep) && depthBelow(o, d) <= nestedDepth))
+}
+
+/** Folders nested at most this deep in another watched folder are walked with it. */
+const nestedDepth = 2
+
+function depthBelow(outer: string, inner: string): number {
+  return inner.slice(outer.length + 1).split(sep).filter((p) => p !== '').length
 }
 
 export interface SnapshotLimits {

@@ -66,6 +66,7 @@ export async function readAviaryLog(path: string): Promise<AviaryBehavior> {
   }
   const files: Json[] = []
   const connections: Json[] = []
+  const registry: Json[] = []
   const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity })
   for await (const line of lines) {
     if (line.trim() === '') continue
@@ -116,8 +117,8 @@ export async function readAviaryLog(path: string): Promise<AviaryBehavior> {
       }
       seen.set(pid, entry)
       out.processes.push(entry)
-    } else if (r.type === 'file' || r.type === 'connection') {
-      const bucket = r.type === 'file' ? files : connections
+    } else if (r.type === 'file' || r.type === 'connection' || r.type === 'registry') {
+      const bucket = r.type === 'file' ? files : r.type === 'connection' ? connections : registry
       if (bucket.length >= MAX_RECORDS) counts.dropped++
       else bucket.push(r)
     }
@@ -143,6 +144,13 @@ export async function readAviaryLog(path: string): Promise<AviaryBehavior> {
     // No host names in the analyzer's connection records: the address is the host.
     note(pid, 'connects_host', dst)
     counts.connections++
+  }
+  // Registry values (Windows), as Cuckoo's summary names them: the key's path, then the value's name.
+  for (const g of registry) {
+    const key = text(g.key)
+    const name = text(g.name)
+    if (key === null || name === null || (g.op !== 'written' && g.op !== 'deleted')) continue
+    note(num(g.pid), g.op === 'written' ? 'regkey_written' : 'regkey_deleted', `${key}\\${name === '' ? '(Default)' : name}`)
   }
   if (counts.bad > 0) out.notes.push(`${path}: ${counts.bad} line(s) that are not JSON objects were skipped`)
   if (counts.dropped > 0) out.notes.push(`${path}: ${counts.dropped} record(s) beyond ${MAX_RECORDS} per kind were skipped`)
