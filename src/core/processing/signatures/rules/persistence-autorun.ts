@@ -42,8 +42,18 @@ export const persistenceAutorun: SignatureRule = {
   ttp: ['T1547', 'T1053', 'T1543'],
   run(report, mark) {
     const keys = new Set([...summary(report, 'regkey_written'), ...summary(report, 'regkey_created')])
-    for (const k of keys) if (AUTORUN_KEYS.some((re) => re.test(k))) mark.ioc('registry', k)
-    for (const p of writtenPaths(report)) if (AUTORUN_FILES.some((re) => re.test(p))) mark.ioc('file', p)
+    for (const k of keys) {
+      if (!AUTORUN_KEYS.some((re) => re.test(k))) continue
+      mark.ioc('registry', k)
+      mark.technique('T1112')
+      // A Run key (not a service or a debugger): the sub-technique names it.
+      if (AUTORUN_KEYS[0]!.test(k)) mark.technique('T1547.001')
+    }
+    for (const p of writtenPaths(report)) {
+      if (!AUTORUN_FILES.some((re) => re.test(p))) continue
+      mark.ioc('file', p)
+      if (AUTORUN_FILES[0]!.test(p)) mark.technique('T1547.001')
+    }
     for (const { cmd } of commandLines(report)) if (AUTORUN_COMMANDS.some((re) => re.test(cmd))) mark.ioc('cmdline', cmd)
   }
 }
