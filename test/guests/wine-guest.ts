@@ -1,0 +1,193 @@
+// A Windows guest without a VM: a netns guest (netns-guest.ts: a namespace, a veth, a fake DNS and
+// HTTP internet) whose agent is Aviary's Windows agent (the Node single executable
+// aviary-agent-win-x64.exe) running under Debian's Wine. Wine programs are Linux processes, so the
+// namespace gives them the guest's address, and tcpdump on the host side sees their traffic.
+//
+// - The Wine prefix: one template per Wine version, made once per machine (wineboot, Windows 10 as
+//   the version Node requires, WINEDEBUG=-all) under /var/cache/aviary-wine (survives test runs and
+//   fresh clones on the same machine), then copied per guest with `cp -a` (~2.5 s, ~700 MB).
+// - The agent: built by scripts/build-agent.mjs into a cache folder keyed by the hash of the
+//   agent's sources, so a run that changed nothing of the agent does not build it again.
+// - Wine needs no display for console programs; none is started.
+// - Everything a guest starts dies with close(): `wineserver -k` for its prefix (which ends every
+//   Windows process of it), then the namespace's own cleanup kills whatever is left in it.
+import { execFile, execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { createNetnsGuest, type NetnsGuest } from './netns-guest'
+
+const run = promisify(execFile)
+const ROOT = path.resolve(__dirname, '../..')
+const CACHE = process.env.AVIARY_WINE_CACHE ?? '/var/cache/aviary-wine'
+const QUIET = { WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree,mshtml=' }
+
+export interface WineGuest extends NetnsGuest {
+  /** The guest's Wine prefix (host path; the same path inside the guest). */
+  prefix: string
+  /** Host path of the guest's C: drive. */
+  driveC: string
+  /** Where the agent's stdout and stderr go (node.exe cannot write to a pipe under Wine). */
+  agentLog: string
+}
+
+/** True when this machine can run the test bed (Wine 64-bit and mingw-w64 installed). */
+export function wineAvailable(): boolean {
+  for (const tool of ['wine', 'wineserver', 'x86_64-w64-mingw32-gcc']) {
+    try {
+      execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' })
+    } catch {
+      return false
+    }
+  }
+  return true
+}
+
+export function wineVersion(): string {
+  return execFileSync('wine', ['--version'], { encoding: 'utf8', env: { ...process.env, ...QUIET } }).trim()
+}
+
+/** The template prefix for this Wine version, made if missing (atomically: parallel runs may race). */
+export async function wineTemplate(): Promise<string> {
+  const version = wineVersion().replace(/[^A-Za-z0-9.~-]+/g, '_')
+  const template = path.join(CACHE, `prefix-${version}-win10`)
+  if (existsSync(path.join(template, 'system.reg'))) return template
+  mkdirSync(CACHE, { recursive: true })
+  const work = `${template}.build-${process.pid}`
+  rmSync(work, { recursive: true, force: true })
+  const env = { ...process.env, ...QUIET, WINEPREFIX: work, DISPLAY: '' }
+  try {
+    await run('wineboot', ['-i'], { env, timeout: 120_000 })
+    await run('winecfg', ['-v', 'win10'], { env, timeout: 60_000 })
+    // Waits until the registry is written out and every Wine process of the prefix is gone.
+    await run('wineserver', ['-w'], { env, timeout: 60_000 })
+    if (!existsSync(path.join(work, 'system.reg'))) throw new Error(`wineboot made no registry in ${work}`)
+    try {
+      renameSync(work, template)
+    } catch (err) {
+      if (!existsSync(path.join(template, 'system.reg'))) throw err // else another run was first
+    }
+  } finally {
+    await run('wineserver', ['-k'], { env }).catch(() => undefined)
+    rmSync(work, { recursive: true, force: true })
+  }
+  return template
+}
+
+function agentSourcesHash(): string {
+  const h = createHash('sha256')
+  // The analyzer and the helper are sent with each task, not built into the agent.
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir).sort()) {
+      const p = path.join(dir, name)
+      if (statSync(p).isDirectory()) {
+        if (name !== 'analyzer' && name !== 'windows-helper') walk(p)
+      }
+      else if (/\.(ts|mjs)$/.test(name) && !name.endsWith('.test.ts')) h.update(p).update(readFileSync(p))
+    }
+  }
+  walk(path.join(ROOT, 'src/agent'))
+  walk(path.join(ROOT, 'src/guest-protocol'))
+  h.update(readFileSync(path.join(ROOT, 'scripts/build-agent.mjs')))
+  return h.digest('hex').slice(0, 16)
+}
+
+/** aviary-agent-win-x64.exe for the current sources, built once into the cache. */
+export async function windowsAgent(): Promise<string> {
+  const dir = path.join(CACHE, `agent-${agentSourcesHash()}`)
+  const exe = path.join(dir, 'aviary-agent-win-x64.exe')
+  if (existsSync(exe)) return exe
+  const work = `${dir}.build-${process.pid}`
+  rmSync(work, { recursive: true, force: true })
+  try {
+    await run(process.execPath, ['scripts/build-agent.mjs'], {
+      cwd: ROOT,
+      env: { ...process.env, AVIARY_AGENT_OUTDIR: work, AVIARY_ANALYZER_OUTDIR: path.join(work, 'analyzer') },
+      timeout: 600_000,
+      maxBuffer: 16 << 20
+    })
+    rmSync(path.join(work, 'aviary-agent-linux-x64'), { force: true })
+    rmSync(path.join(work, 'analyzer'), { recursive: true, force: true })
+    try {
+      renameSync(work, dir)
+    } catch (err) {
+      if (!existsSync(exe)) throw err
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+  return exe
+}
+
+/** The environment of Wine programs of `prefix`. */
+export function wineEnv(prefix: string): NodeJS.ProcessEnv {
+  return { ...process.env, ...QUIET, WINEPREFIX: prefix, DISPLAY: '', WINEARCH: 'win64' }
+}
+
+/** A netns guest with its own copy of the template prefix and the Windows agent listening on :8000. */
+export async function createWineGuest(o: { index: number; prefix: string }): Promise<WineGuest> {
+  const [template, agent] = await Promise.all([wineTemplate(), windowsAgent()])
+  const guest = await createNetnsGuest({ index: o.index, prefix: o.prefix })
+  // Outside the guest's private /tmp, so the same path works on both sides.
+  const home = path.join(CACHE, 'guests', guest.ns)
+  const prefix = path.join(home, 'prefix')
+  const agentLog = path.join(home, 'agent.log')
+  const stopWine = async (): Promise<void> => {
+    // Inside the namespace: the guest's wineserver has its socket in the guest's private /tmp.
+    const k = guest.exec(['wineserver', '-k'], { env: wineEnv(prefix), stdio: 'ignore' })
+    await new Promise<void>((done) => {
+      const t = setTimeout(done, 10_000)
+      k.once('exit', () => { clearTimeout(t); done() })
+      k.once('error', () => { clearTimeout(t); done() })
+    })
+  }
+  const close = async (): Promise<void> => {
+    await stopWine()
+    await guest.close()
+    rmSync(home, { recursive: true, force: true })
+  }
+  try {
+    rmSync(home, { recursive: true, force: true })
+    mkdirSync(home, { recursive: true })
+    await run('cp', ['-a', template, prefix])
+    const exe = path.join(prefix, 'drive_c', 'aviary', 'agent.exe')
+    mkdirSync(path.dirname(exe), { recursive: true })
+    await run('cp', [agent, exe])
+    // The agent's output goes to a file: node.exe's console writes fail with EBADF on a pipe.
+    await guest.startAgent(['sh', '-c', 'exec wine "$0" -H 0.0.0.0 -p 8000 >>"$1" 2>&1', 'C:\\aviary\\agent.exe', agentLog], {
+      env: wineEnv(prefix),
+      cwd: ROOT,
+      stdio: 'ignore',
+      timeoutMs: 90_000
+    })
+  } catch (err) {
+    const log = existsSync(agentLog) ? readFileSync(agentLog, 'utf8').slice(-2000) : ''
+    await close()
+    throw new Error(`${(err as Error).message}${log ? `\nagent log: ${log}` : ''}`, { cause: err })
+  }
+  return { ...guest, prefix, driveC: path.join(prefix, 'drive_c'), agentLog, close }
+}
+
+/** Pids of Wine processes (wineserver and Windows programs) of this fixture's guests still running. */
+export function leftoverWine(): number[] {
+  const out: number[] = []
+  const mark = Buffer.from(`WINEPREFIX=${path.join(CACHE, 'guests')}/`)
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      if (readFileSync(`/proc/${name}/environ`).includes(mark)) out.push(Number(name))
+    } catch {
+      // gone
+    }
+  }
+  return out
+}
+
+/** Builds a test sample from test/fixtures/windows-samples with mingw-w64 into `outDir`. */
+export function buildSample(source: string, outDir: string, o: { dll?: boolean; libs?: string[] } = {}): string {
+  const src = path.join(ROOT, 'test/fixtures/windows-samples', source)
+  const out = path.join(outDir, source.replace(/\.c$/, o.dll === true ? '.dll' : '.exe'))
+  execFileSync('x86_64-w64-mingw32-gcc', ['-O2', '-Wall', '-s', ...(o.dll === true ? ['-shared'] : []), '-o', out, src, ...(o.libs ?? [])], { stdio: 'pipe' })
+  return out
+}
