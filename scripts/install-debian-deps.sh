@@ -20,11 +20,15 @@
 #                  internet, the decrypting proxy
 #   iputils-ping libcap2-bin openssl  the routing tests: guests ping, a tcpdump copy gets capabilities
 #                  (setcap) for the unprivileged service, the lab's servers get a certificate
+#   wine wine64 gcc-mingw-w64-x86-64  Windows guests: the Wine test bed runs the Windows agent under
+#                  Wine, and mingw-w64 builds the analyzer's Windows helper (aviary-winmon.exe) and the
+#                  test samples (no xvfb: the agent, the helper and the samples are console programs)
 set -euo pipefail
 PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
   libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
   tshark yara chromium fonts-dejavu-core postgresql nginx-light
-  nftables inetsim mitmproxy iputils-ping libcap2-bin openssl)
+  nftables inetsim mitmproxy iputils-ping libcap2-bin openssl
+  wine wine64 gcc-mingw-w64-x86-64)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
