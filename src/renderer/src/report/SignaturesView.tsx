@@ -1,9 +1,11 @@
 // The signatures that fired, most severe first (report.json keeps Cuckoo's ascending order), each
-// with its description, severity and the marks (IOCs, calls) that made it fire.
+// with its description, severity, its ATT&CK techniques (linked to attack.mitre.org) and the marks
+// (IOCs, calls) that made it fire.
 import { useState, type JSX } from 'react'
 import { SafeText } from '../components/text'
 import { num, obj, objs, str, textOf, type Obj } from './model'
 import { Empty, Mono, Section } from './common'
+import { Techniques, techniques } from './attack'
 
 const SEVERITY: Record<number, { word: string; tone: string }> = {
   1: { word: 'info', tone: 'border-sky-500' },
@@ -37,6 +39,7 @@ function Signature({ s }: { s: Obj }): JSX.Element {
   const sev = severityOf(s)
   const marks = objs(s, 'marks')
   const shown = all ? marks : marks.slice(0, MAX_MARKS)
+  const ttps = techniques(s.ttp)
   const families = Array.isArray(s.families) ? s.families.map((f) => textOf(f, 100)) : []
   return (
     <li className={`border-l-4 ${SEVERITY[sev]?.tone ?? ''} mb-2 pl-3`} data-severity={sev}>
@@ -46,6 +49,7 @@ function Signature({ s }: { s: Obj }): JSX.Element {
         <Mono value={str(s, 'name')} />
         {families.map((f, i) => <span key={i} className="rounded bg-zinc-100 px-1 text-xs dark:bg-zinc-800"><SafeText value={f} /></span>)}
       </div>
+      {ttps.length > 0 && <div className="mt-1"><Techniques list={ttps} label={`ATT&CK techniques of ${str(s, 'name') || 'the signature'}`} /></div>}
       {marks.length > 0 && (
         <ul className="mt-1 text-sm">
           {shown.map((m, i) => <li key={i} className="break-all"><Mark m={m} /></li>)}
