@@ -1,11 +1,14 @@
-// The top of a report: what was analysed (file or URL, type, size, hashes), its score, when and on
-// which machine it ran, how long, and the downloads that exist (pcap).
+// The top of a report: what was analysed (file or URL, type, size, hashes; for an archive, the
+// member that ran and the others in it), its score and the ATT&CK techniques of its signatures,
+// when and on which machine it ran, how long, and the downloads that exist (pcap).
 import type { JSX, ReactNode } from 'react'
 import { SafeText, Bytes, When } from '../components/text'
 import { ScoreBadge } from '../components/status'
 import { formatDuration } from '../format'
 import { isObj, num, obj, str, objs, type Obj, type ReportSources } from './model'
 import { Download, KeyValues, Mono, Section, Tags } from './common'
+import { reportTechniques, Techniques } from './attack'
+import { ArchiveFact, ArchiveMembers, reportArchiveOrigin } from './archive'
 
 function machineName(info: Obj): string {
   const m = info.machine
@@ -18,7 +21,7 @@ function machineName(info: Obj): string {
 
 export function reportTitle(report: unknown): string {
   const target = obj(report, 'target')
-  return str(obj(target, 'file'), 'name') || str(target, 'url') || `Task ${num(obj(report, 'info'), 'id') ?? ''}`.trim()
+  return str(obj(target, 'file'), 'name') || str(target, 'human') || str(target, 'url') || `Task ${num(obj(report, 'info'), 'id') ?? ''}`.trim()
 }
 
 export function SummaryView({ report, sources }: { report: unknown; sources: ReportSources }): JSX.Element {
@@ -30,7 +33,10 @@ export function SummaryView({ report, sources }: { report: unknown; sources: Rep
   const yara = objs(file, 'yara').map((y) => str(y, 'name')).filter((n) => n !== '')
   const pcap = sources.pcap()
   const sigs = objs(report, 'signatures').length
+  const ttps = reportTechniques(report)
+  const archive = reportArchiveOrigin(report)
   return (
+    <>
     <Section title="Summary">
       <div className="flex items-start gap-4">
         <div className="flex flex-col items-center gap-1 rounded border border-zinc-200 p-3 dark:border-zinc-800">
@@ -42,6 +48,7 @@ export function SummaryView({ report, sources }: { report: unknown; sources: Rep
           <h2 className="mb-2 text-lg font-semibold break-all"><SafeText value={reportTitle(report)} /></h2>
           <KeyValues rows={([
             ['URL', isUrl && <Mono value={str(target, 'url')} />],
+            ['Ran from archive', archive !== null && <ArchiveFact origin={archive} />],
             ['Type', str(file, 'type') && <SafeText value={str(file, 'type')} />],
             ['Size', num(file, 'size') !== null && <Bytes value={num(file, 'size')} />],
             ['MD5', str(file, 'md5') && <Mono value={str(file, 'md5')} />],
@@ -50,6 +57,7 @@ export function SummaryView({ report, sources }: { report: unknown; sources: Rep
             ['SHA512', str(file, 'sha512') && <Mono value={str(file, 'sha512')} />],
             ['ssdeep', str(file, 'ssdeep') && <Mono value={str(file, 'ssdeep')} />],
             ['YARA', yara.length > 0 && <Tags values={yara} />],
+            ['ATT&CK', ttps.length > 0 && <Techniques list={ttps} label="ATT&CK techniques" />],
             ['Task', num(info, 'id')],
             ['Category', str(target, 'category') && <SafeText value={str(target, 'category')} />],
             ['Package', str(info, 'package') && <SafeText value={str(info, 'package')} />],
@@ -63,5 +71,7 @@ export function SummaryView({ report, sources }: { report: unknown; sources: Rep
         </div>
       </div>
     </Section>
+    {archive !== null && <ArchiveMembers origin={archive} />}
+    </>
   )
 }
