@@ -197,14 +197,15 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     })
   })
   let rootRunning = spawned
-  child.once('exit', () => {
+  child.once('exit', (code) => {
     rootRunning = false
+    winMon?.rootExited(code)
   })
   const root = child.pid ?? -1
   const monitor: Monitor = winMon ?? new ProcMonitor(root, strace !== null)
   if (spawned) {
     log.info(`started ${[launch.file, ...launch.args].join(' ')} as pid ${root}${strace !== null ? ' under strace' : ''}`)
-    if (winMon !== null) winMon.setRoot(root)
+    if (winMon !== null) winMon.setRoot(root, { command_line: [launch.file, ...launch.args].join(' '), exe: launch.file })
     else monitor.start()
     const deadline = started + conf.timeout * 1000
     record.reason = 'timeout'

@@ -32,8 +32,13 @@ const GRACE_MS = 600
 export interface WindowsMonitor extends Monitor {
   /** The name in the analyzer record's `monitors`. */
   readonly kind: 'winmon' | 'wmi'
-  /** The sample's pid, once it was started (the helper runs before it). */
-  setRoot(pid: number): void
+  /**
+   * The sample's pid, once it was started (the helper runs before it), with what the analyzer
+   * knows of it: the process it stands for if the monitor never saw it (it ended between polls).
+   */
+  setRoot(pid: number, known: { command_line: string; exe: string }): void
+  /** The started process has ended (the analyzer's own child handle says so). */
+  rootExited(code: number | null): void
   registryRecords(): RegistryRecord[]
   /** Resolves once the monitor watches (the helper said hello), or after `ms`. */
   ready(ms?: number): Promise<void>
@@ -57,6 +62,7 @@ export class HelperMonitor implements WindowsMonitor {
   private readonly problems: string[] = []
   private child: ChildProcess | null = null
   private root = -1
+  private known: ProcessRecord | null = null
   private lastExit = 0
   private ended: Promise<void> = Promise.resolve()
   private running = false
@@ -104,9 +110,18 @@ export class HelperMonitor implements WindowsMonitor {
     })
   }
 
-  setRoot(pid: number): void {
+  setRoot(pid: number, known: { command_line: string; exe: string }): void {
     this.root = pid
     this.lastExit = Date.now()
+    this.known = { type: 'process', pid, ppid: this.anchor, command_line: known.command_line, exe: known.exe, first_seen: Date.now(), exited: null }
+  }
+
+  rootExited(code: number | null): void {
+    if (this.known !== null && this.known.exited === null) {
+      this.known.exited = Date.now()
+      this.known.exit_code = code
+      this.lastExit = Date.now()
+    }
   }
 
   stop(): void {
@@ -153,10 +168,13 @@ export class HelperMonitor implements WindowsMonitor {
     return [...this.registry]
   }
 
-  /** The root and every process whose parent is in the tree (parents are always reported first). */
+  /**
+   * The root and every process whose parent is in the tree (parents are always reported first).
+   * A root the helper never saw (it ended between two polls) is the one the analyzer started.
+   */
   private tree(): ProcessRecord[] {
-    const root = this.all.get(this.root)
-    if (root === undefined) return []
+    const root = this.all.get(this.root) ?? this.known
+    if (root === null) return []
     const out = [root]
     const inTree = new Set([root.pid])
     for (const p of this.all.values()) {
@@ -243,6 +261,8 @@ export class PowerShellMonitor implements WindowsMonitor {
   setRoot(pid: number): void {
     this.root = pid
   }
+
+  rootExited(): void {}
 
   stop(): void {
     this.ps?.kill()

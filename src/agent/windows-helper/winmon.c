@@ -307,37 +307,35 @@ static void take_snapshot(void)
 
 /*
  * A process seen while it is still starting has no image name, command line or creation time
- * yet (Wine shows them so for some milliseconds): it is looked at again for up to STARTING_POLLS
- * polls before it is written with what there is.
+ * yet (Wine shows them so for some milliseconds): it waits here, its handle held, for up to
+ * STARTING_POLLS polls or until it ends, and is then written with what there is. Holding the
+ * handle keeps a process that ends at once (a PE that returns from main) from vanishing unseen.
  */
 #define STARTING_POLLS 8
 #define MAX_STARTING 256
-static struct { DWORD pid; int polls; } starting[MAX_STARTING];
+typedef struct {
+  Ent e;
+  HANDLE h;
+  long long created;
+  int polls;
+} Starting;
+static Starting starting[MAX_STARTING];
 static int nstarting;
 
-static int starting_again(DWORD pid)
+static int is_starting(DWORD pid)
 {
-  for (int i = 0; i < nstarting; i++) if (starting[i].pid == pid) return ++starting[i].polls <= STARTING_POLLS;
-  if (nstarting >= MAX_STARTING) return 0;
-  starting[nstarting].pid = pid;
-  starting[nstarting++].polls = 1;
-  return 1;
+  for (int i = 0; i < nstarting; i++) if (starting[i].e.pid == pid) return 1;
+  return 0;
 }
 
-static void started(DWORD pid)
-{
-  for (int i = 0; i < nstarting; i++) if (starting[i].pid == pid) { starting[i] = starting[--nstarting]; return; }
-}
-
-/* Writes the process line; returns 0 (nothing written) while it is still starting. */
+/* Writes the process line; returns 0 (nothing written) when it is still starting and may wait. */
 static int emit_process(const Ent *e, HANDLE h, long long created, int may_wait)
 {
   WCHAR path[MAX_PATH_UNITS + 2];
   DWORD plen = MAX_PATH_UNITS + 1;
   int have_path = h != NULL && QueryFullProcessImageNameW(h, 0, path, &plen) && plen > 0;
   long units = h != NULL ? command_line(h) : -1;
-  if (may_wait && (!have_path || units < 0 || created == 0) && starting_again(e->pid)) return 0;
-  started(e->pid);
+  if (may_wait && (!have_path || units < 0 || created == 0)) return 0;
   out_begin("process");
   out_num("pid", e->pid);
   out_num("ppid", e->ppid);
@@ -351,9 +349,23 @@ static int emit_process(const Ent *e, HANDLE h, long long created, int may_wait)
   return 1;
 }
 
+/* The processes that were starting: written and tracked once they can say who they are, or ended. */
+static void poll_starting(void)
+{
+  for (int i = 0; i < nstarting;) {
+    Starting *s = &starting[i];
+    int ended = s->h == NULL || WaitForSingleObject(s->h, 0) == WAIT_OBJECT_0;
+    if (s->created == 0) s->created = created_of(s->h);
+    if (nprocs < max_procs && !emit_process(&s->e, s->h, s->created, !ended && ++s->polls < STARTING_POLLS)) { i++; continue; }
+    track(s->e.pid, s->h, s->created); /* past the limit: says so once and closes the handle */
+    starting[i] = starting[--nstarting];
+  }
+}
+
 static void poll_processes(void)
 {
   take_snapshot();
+  poll_starting();
   /* Descendants of tracked processes, children and grandchildren alike, whatever the order. */
   for (int pass = 0, grew = 1; grew && pass < 64; pass++) {
     grew = 0;
@@ -361,7 +373,7 @@ static void poll_processes(void)
       const Ent *e = &snap[i];
       if (e->pid == self_pid || e->pid == 0 || e->pid == e->ppid) continue;
       int have = lookup(e->pid);
-      if (have >= 0 && procs[have].exited == 0) continue;
+      if ((have >= 0 && procs[have].exited == 0) || is_starting(e->pid)) continue;
       int par = lookup(e->ppid);
       if (par < 0) continue;
       HANDLE h = open_process(e->pid);
@@ -372,10 +384,16 @@ static void poll_processes(void)
                    (created != 0 && p->exited != 0 && created > p->exited) ||
                    (have >= 0 && created != 0 && created <= procs[have].created);
       if (reused) { if (h != NULL) CloseHandle(h); continue; }
-      /* Still starting: not tracked yet, looked at again next poll (unless it ended meanwhile). */
       int ended = h != NULL && WaitForSingleObject(h, 0) == WAIT_OBJECT_0;
       if (nprocs >= max_procs) { track(e->pid, h, created); return; } /* says the limit once */
-      if (!emit_process(e, h, created, !ended)) { if (h != NULL) CloseHandle(h); continue; }
+      if (!emit_process(e, h, created, !ended && h != NULL && nstarting < MAX_STARTING)) {
+        Starting *st = &starting[nstarting++]; /* still starting: looked at again next poll */
+        st->e = *e;
+        st->h = h;
+        st->created = created;
+        st->polls = 0;
+        continue;
+      }
       track(e->pid, h, created);
       grew = 1;
     }
