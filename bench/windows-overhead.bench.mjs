@@ -12,7 +12,7 @@
 //   guest     analysis − 1 s: what the Windows analyzer adds around the sample's own second
 // As root. Uses netns index 58 (10.204.58.0/24). Every guest, wineserver and the service are
 // stopped on exit, also on SIGINT/SIGTERM.
-// Usage: node bench/windows-overhead.bench.mjs [--tasks N]
+// Usage: node bench/windows-overhead.bench.mjs [--tasks N] [--log] (--log: the last task's analysis.log on stderr)
 import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -23,6 +23,7 @@ import { root, serve, stop } from './netns-serve.mjs'
 
 const args = process.argv.slice(2)
 const TASKS = args.includes('--tasks') ? Number(args[args.indexOf('--tasks') + 1]) : 10
+const LOG = args.includes('--log')
 
 const work = mkdtempSync(path.join(root, 'out', 'windows-bench-'))
 await build({
@@ -82,6 +83,7 @@ try {
     }
   }
   const total = (performance.now() - t0) / 1000
+  if (LOG && rows.length > 0) process.stderr.write(readFileSync(path.join(data, 'storage/analyses', String(rows[rows.length - 1].id), 'analysis.log'), 'utf8'))
   const ok = rows.filter((r) => r.status !== 'failed_analysis' && Number.isFinite(r.analysis) && Number.isFinite(r.wall))
   const stats = (xs) => {
     const s = xs.sort((a, b) => a - b)

@@ -5,7 +5,10 @@
 //
 // - The Wine prefix: one template per Wine version, made once per machine (wineboot, Windows 10 as
 //   the version Node requires, WINEDEBUG=-all) under /var/cache/aviary-wine (survives test runs and
-//   fresh clones on the same machine), then copied per guest with `cp -a` (~2.5 s, ~700 MB).
+//   fresh clones on the same machine), then copied per guest with `cp -a` (~2.5 s, ~700 MB). Wine
+//   links a new prefix into the host: Desktop, Documents, ... point at $HOME and drive Z: is `/`.
+//   The template cuts both (real folders, no Z:), so a guest's files stay in its prefix and the
+//   analyzer does not list the host's home folder (6 s for 5,800 files under Wine).
 // - The agent: built by scripts/build-agent.mjs into a cache folder keyed by the hash of the
 //   agent's sources, so a run that changed nothing of the agent does not build it again.
 // - Wine needs no display for console programs; none is started.
@@ -13,7 +16,7 @@
 //   Windows process of it), then the namespace's own cleanup kills whatever is left in it.
 import { execFile, execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { createNetnsGuest, type NetnsGuest } from './netns-guest'
@@ -51,7 +54,8 @@ export function wineVersion(): string {
 /** The template prefix for this Wine version, made if missing (atomically: parallel runs may race). */
 export async function wineTemplate(): Promise<string> {
   const version = wineVersion().replace(/[^A-Za-z0-9.~-]+/g, '_')
-  const template = path.join(CACHE, `prefix-${version}-win10`)
+  // The recipe's version is in the name: a changed recipe makes a new template.
+  const template = path.join(CACHE, `prefix-${version}-win10-sealed1`)
   if (existsSync(path.join(template, 'system.reg'))) return template
   mkdirSync(CACHE, { recursive: true })
   const work = `${template}.build-${process.pid}`
@@ -63,6 +67,16 @@ export async function wineTemplate(): Promise<string> {
     // Waits until the registry is written out and every Wine process of the prefix is gone.
     await run('wineserver', ['-w'], { env, timeout: 60_000 })
     if (!existsSync(path.join(work, 'system.reg'))) throw new Error(`wineboot made no registry in ${work}`)
+    const users = path.join(work, 'drive_c', 'users')
+    for (const user of readdirSync(users)) {
+      for (const name of readdirSync(path.join(users, user))) {
+        const p = path.join(users, user, name)
+        if (!lstatSync(p).isSymbolicLink()) continue
+        unlinkSync(p)
+        mkdirSync(p)
+      }
+    }
+    rmSync(path.join(work, 'dosdevices', 'z:'), { force: true })
     try {
       renameSync(work, template)
     } catch (err) {

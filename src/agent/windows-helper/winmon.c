@@ -259,7 +259,7 @@ static long long created_of(HANDLE h)
 static int track(DWORD pid, HANDLE h, long long created)
 {
   if (nprocs >= max_procs) {
-    if (!said_procs_limit) { out_begin("limit"); out_astr("what", "processes"); out_num("max", max_procs); out_end(); }
+    if (!said_procs_limit) { out_begin("limit"); out_astr("what", "processes"); out_num("max", max_procs - 1); out_end(); }
     said_procs_limit = 1;
     if (h != NULL) CloseHandle(h);
     return -1;
