@@ -1,20 +1,26 @@
 // The report keys that list what a run left in the analysis folder, as Cuckoo 2's processing
 // modules do: `dropped` (files/ and package_files/, with the guest path and pids from files.json),
-// `screenshots` (shots/NNNN.jpg, thumbnails left out), `procmemory` (memory/<pid>-<n>.dmp), the
-// full memory dump, and `debug` (analysis.log and the task's errors). Everything here was written
-// by the guest: names are only listed, never used to reach outside the folder.
+// `buffer` (buffer/<sha1>, what Cuckoo's monitor captured), `extracted` (Cuckoo's extractor's
+// scripts and configs: Aviary has none, so always empty), `screenshots` (shots/NNNN.jpg, thumbnails
+// left out), `procmemory` (memory/<pid>-<n>.dmp), the full memory dump, and `debug` (analysis.log
+// and the task's errors). Everything here was written by the guest: names are only listed, never
+// used to reach outside the folder.
 import { createReadStream } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import type { FileTypeDetector } from '../hashing/magic'
-import { fileInfo, type FileInfo } from './file-info'
+import { fileInfo, type DroppedFile, type FileInfo } from './file-info'
+import { Closed, Type, type Static } from './schema'
+import { YaraMatchSchema } from './types'
+
+const YaraList = Type.Array(YaraMatchSchema)
 
 /** Cuckoo lists every dropped file; a hostile guest can drop millions. */
 export const MAX_DROPPED = 10_000
 export const MAX_LOG_LINES = 100_000
 
-export type DroppedFile = FileInfo & { filepath: string | null; pids: number[]; relpath: string }
+export type { DroppedFile } from './file-info'
 
 async function regularFiles(dir: string): Promise<string[]> {
   const names = await readdir(dir).catch(() => [] as string[])
@@ -66,21 +72,56 @@ export async function droppedFiles(dir: string, detectType: FileTypeDetector, lo
   return out
 }
 
-export async function screenshots(dir: string): Promise<{ path: string; ocr: string }[]> {
+/** `buffer`: the buffers Cuckoo's monitor captured (buffer/<sha1>), described like dropped files. */
+export async function bufferFiles(dir: string, detectType: FileTypeDetector, log: (m: string) => void): Promise<FileInfo[]> {
+  const out: FileInfo[] = []
+  for (const name of await regularFiles(path.join(dir, 'buffer'))) {
+    if (out.length >= MAX_DROPPED) {
+      log(`more than ${MAX_DROPPED} buffers: the rest are not in the report`)
+      break
+    }
+    out.push(await fileInfo(path.join(dir, 'buffer', name), name, detectType))
+  }
+  return out
+}
+
+export const ScreenshotSchema = Closed({ path: Type.String(), ocr: Type.String() })
+export type Screenshot = Static<typeof ScreenshotSchema>
+
+export async function screenshots(dir: string): Promise<Screenshot[]> {
   return (await regularFiles(path.join(dir, 'shots')))
     .filter((n) => /^\d+\.(jpg|png)$/.test(n))
     .map((n) => ({ path: path.join(dir, 'shots', n), ocr: '' }))
 }
 
-export interface ProcessMemory {
-  file: string
-  pid: number
-  num: number
-  size: number
-  yara: unknown[]
-  urls: string[]
-  regions: unknown[]
-}
+export const ProcessMemorySchema = Closed({
+  file: Type.String(),
+  pid: Type.Integer(),
+  num: Type.Integer(),
+  size: Type.Integer(),
+  yara: YaraList,
+  urls: Type.Array(Type.String()),
+  regions: Type.Array(Type.Unknown())
+})
+export type ProcessMemory = Static<typeof ProcessMemorySchema>
+
+/** `memory`: the machine's full memory dump (memory=1). */
+export const MemoryDumpSchema = Closed({ file: Type.String(), size: Type.Integer(), yara: YaraList })
+export type MemoryDump = Static<typeof MemoryDumpSchema>
+
+/** `extracted`: Cuckoo's ExtractManager items (scripts, configs carved out). Aviary extracts none. */
+export const ExtractedSchema = Type.Record(Type.String(), Type.Unknown())
+
+export const DebugSchema = Closed({
+  /** Lines of analysis.log (host and guest). */
+  log: Type.Array(Type.String()),
+  cuckoo: Type.Array(Type.String()),
+  action: Type.Array(Type.String()),
+  dbgview: Type.Array(Type.String()),
+  /** The task's errors and what processing could not do. */
+  errors: Type.Array(Type.String())
+})
+export type Debug = Static<typeof DebugSchema>
 
 /** memory/<pid>-<n>.dmp process dumps, sorted by (pid, num) as Cuckoo does. */
 export async function processMemory(dir: string): Promise<ProcessMemory[]> {
@@ -102,7 +143,7 @@ export async function fullMemoryDump(dir: string): Promise<{ path: string; size:
   return st?.isFile() ? { path: file, size: st.size } : null
 }
 
-export async function debugInfo(dir: string, errors: string[]): Promise<{ log: string[]; cuckoo: string[]; action: string[]; dbgview: string[]; errors: string[] }> {
+export async function debugInfo(dir: string, errors: string[]): Promise<Debug> {
   const log: string[] = []
   try {
     const input = createReadStream(path.join(dir, 'analysis.log'), 'utf8')

@@ -3,6 +3,7 @@
 // signatures) is one folder under processing/ with its own tests on real inputs; the pipeline
 // (processing/pipeline.ts) runs them in Cuckoo's order and assembles reports/report.json with
 // Cuckoo 2's top-level keys (shared/reference/cuckoo-internals.md §7).
+import { Closed, Epoch, Nullable, Type, type Static } from './schema'
 
 /** The inputs of one task's processing. Every path is inside the analysis folder or the data dir. */
 export interface ProcessingContext {
@@ -21,29 +22,55 @@ export interface ProcessingContext {
 }
 
 /** A YARA match as Cuckoo 2's report shows it (`target.file.yara[]`, `dropped[].yara[]`). */
-export interface YaraMatch {
-  name: string
-  meta: Record<string, string | number | boolean>
-  strings: string[]
+export const YaraMatchSchema = Closed({
+  name: Type.String(),
+  meta: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()])),
+  strings: Type.Array(Type.String()),
   /** Byte offsets of the matched strings (first few), for the report. */
-  offsets: Record<string, [number, number][]>
-}
+  offsets: Type.Record(Type.String(), Type.Array(Type.Tuple([Type.Integer(), Type.Integer()])))
+})
+export type YaraMatch = Static<typeof YaraMatchSchema>
 
-/** One process as Aviary reports it (behavior.processes[], without API calls for Aviary's analyzer). */
-export interface ProcessEntry {
-  pid: number
-  ppid: number
-  process_name: string
-  process_path: string
-  command_line: string
+/**
+ * One API or system call of a process (behavior.processes[].calls[]), Cuckoo 2's keys. Arguments
+ * are the call's named arguments; Cuckoo's monitor adds flags, a stack trace and the Windows
+ * error values.
+ */
+export const CallSchema = Type.Object({
+  category: Type.String(),
+  api: Type.String(),
+  arguments: Type.Record(Type.String(), Type.Unknown()),
+  return_value: Type.Unknown(),
+  status: Type.Unknown({ description: 'success: a boolean, or 1/0 as Cuckoo\'s monitor writes it' }),
+  time: Epoch,
+  tid: Type.Integer(),
+  flags: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  stacktrace: Type.Optional(Type.Array(Type.Unknown())),
+  last_error: Type.Optional(Type.Unknown()),
+  nt_status: Type.Optional(Type.Unknown()),
+  buffer: Type.Optional(Type.String())
+})
+export type Call = Static<typeof CallSchema>
+
+/** One process as Aviary reports it (behavior.processes[]). Cuckoo's monitor adds tid, time, type. */
+export const ProcessEntrySchema = Type.Object({
+  pid: Type.Integer(),
+  ppid: Type.Integer(),
+  process_name: Type.String(),
+  process_path: Type.String(),
+  command_line: Type.String(),
   /** Epoch seconds (float), as report.json writes datetimes. */
-  first_seen: number
+  first_seen: Epoch,
   /** Epoch seconds, or null while still running at the end. */
-  exited: number | null
-  track: boolean
-  modules: unknown[]
-  calls: unknown[]
-}
+  exited: Nullable(Epoch),
+  track: Type.Boolean(),
+  modules: Type.Array(Type.Unknown()),
+  calls: Type.Array(CallSchema),
+  tid: Type.Optional(Type.Integer()),
+  time: Type.Optional(Type.Number()),
+  type: Type.Optional(Type.String())
+})
+export type ProcessEntry = Static<typeof ProcessEntrySchema>
 
 /** A node of behavior.processtree. */
 export interface ProcessTreeNode {
@@ -55,3 +82,36 @@ export interface ProcessTreeNode {
   track: boolean
   children: ProcessTreeNode[]
 }
+export const ProcessTreeNodeSchema = Type.Cyclic({
+  Node: Closed({
+    pid: Type.Integer(),
+    ppid: Type.Integer(),
+    process_name: Type.String(),
+    command_line: Type.String(),
+    first_seen: Epoch,
+    track: Type.Boolean(),
+    children: Type.Array(Type.Ref('Node'))
+  })
+}, 'Node')
+
+/** Category (file_written, command_line, connects_ip, ...) → the distinct values seen. */
+export const BehaviorSummarySchema = Type.Record(Type.String(), Type.Array(Type.String()))
+
+/** The report's `behavior` key, Cuckoo 2's. */
+export const BehaviorSchema = Closed({
+  processes: Type.Array(ProcessEntrySchema),
+  processtree: Type.Array(ProcessTreeNodeSchema),
+  summary: BehaviorSummarySchema,
+  generic: Type.Array(Closed({
+    pid: Type.Integer(),
+    ppid: Type.Integer(),
+    process_name: Type.String(),
+    process_path: Type.String(),
+    first_seen: Epoch,
+    summary: BehaviorSummarySchema
+  })),
+  /** pid → api → count. */
+  apistats: Type.Record(Type.String(), Type.Record(Type.String(), Type.Integer())),
+  anomaly: Type.Array(Closed({ category: Type.String(), funcname: Type.String(), message: Type.String() }))
+})
+export type Behavior = Static<typeof BehaviorSchema>

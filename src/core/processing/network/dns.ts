@@ -5,10 +5,14 @@
 // IP is the first A/AAAA answer seen for it in the capture (never resolved on the host). Message
 // decoding is dns-packet's; only the mapping to Cuckoo's shapes is here.
 import dnsPacket from 'dns-packet'
+import { Closed, Type, type Static } from '../schema'
 
-export interface DnsAnswer { type: string; data: string }
-export interface DnsEntry { request: string; type: string; answers: DnsAnswer[] }
-export interface DomainEntry { domain: string; ip: string }
+export const DnsAnswerSchema = Closed({ type: Type.String(), data: Type.String() })
+export type DnsAnswer = Static<typeof DnsAnswerSchema>
+export const DnsEntrySchema = Closed({ request: Type.String(), type: Type.String(), answers: Type.Array(DnsAnswerSchema) })
+export type DnsEntry = Static<typeof DnsEntrySchema>
+export const DomainEntrySchema = Closed({ domain: Type.String(), ip: Type.String() })
+export type DomainEntry = Static<typeof DomainEntrySchema>
 
 const SKIPPED_DOMAINS = [/\.windows\.com$/, /\.in-addr\.arpa$/]
 

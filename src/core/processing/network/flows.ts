@@ -10,47 +10,56 @@ import { HttpStream, looksLikeHttp, type HttpRequest } from './http'
 import { TcpDirection, type StreamSink } from './reassembly'
 import { TlsHelloStream, looksLikeTls } from './tls'
 import { toPrintable } from './printable'
+import { Closed, Type, type Static } from '../schema'
 
-export interface FlowEntry {
-  src: string
-  sport: number
-  dst: string
-  dport: number
-  offset: number
-  time: number
-  bytes_sent: number
-  bytes_received: number
-  packets: number
-}
+export const FlowEntrySchema = Closed({
+  src: Type.String(),
+  sport: Type.Integer(),
+  dst: Type.String(),
+  dport: Type.Integer(),
+  /** Byte offset of the flow's first data packet in the pcap. */
+  offset: Type.Integer(),
+  /** Seconds since the capture's first packet. */
+  time: Type.Number(),
+  bytes_sent: Type.Integer(),
+  bytes_received: Type.Integer(),
+  packets: Type.Integer()
+})
+export type FlowEntry = Static<typeof FlowEntrySchema>
 
-export interface HttpEntry {
-  count: number
-  host: string
-  port: number
-  data: string
-  uri: string
-  body: string
-  path: string
-  'user-agent'?: string
-  version: string
-  method: string
+export const HttpEntrySchema = Closed({
+  count: Type.Integer(),
+  host: Type.String(),
+  port: Type.Integer(),
+  /** The request head as printable text. */
+  data: Type.String(),
+  /** The full URL (Cuckoo's `uri`); `path` is the request's path. */
+  uri: Type.String(),
+  body: Type.String(),
+  path: Type.String(),
+  /** "" when the request had none. */
+  'user-agent': Type.String(),
+  version: Type.String(),
+  method: Type.String(),
   /** Status code of the response to the first of these requests, where the response was captured. */
-  status?: number
-}
+  status: Type.Optional(Type.Integer())
+})
+export type HttpEntry = Static<typeof HttpEntrySchema>
 
-export interface TlsEntry {
-  src: string
-  sport: number
-  dst: string
-  dport: number
-  sni: string
+export const TlsEntrySchema = Closed({
+  src: Type.String(),
+  sport: Type.Integer(),
+  dst: Type.String(),
+  dport: Type.Integer(),
+  sni: Type.String(),
   /** Highest version the ClientHello offers (supported_versions included), e.g. "TLS 1.3". */
-  version: string
+  version: Type.String(),
   /** From the ServerHello, where captured (Cuckoo's fields, which dumptls uses). */
-  server_version?: string
-  server_random?: string
-  session_id?: string
-}
+  server_version: Type.Optional(Type.String()),
+  server_random: Type.Optional(Type.String()),
+  session_id: Type.Optional(Type.String())
+})
+export type TlsEntry = Static<typeof TlsEntrySchema>
 
 interface Endpoint { ip: string; port: number }
 
@@ -206,10 +215,10 @@ export class FlowTable {
       // urlunparse(("http", netloc, path, ...)): a path without a leading slash gets one.
       const path = r.path
       const url = netloc && path && !path.startsWith('/') ? `/${path}` : path
-      e = { count: 1, host: toPrintable(Buffer.from(host, 'latin1')), port, data, uri: toPrintable(Buffer.from(`http://${netloc}${url}`, 'latin1')),
-        body, path: toPrintable(Buffer.from(path, 'latin1')), version: r.version, method: r.method }
+      // Cuckoo writes "user-agent" always, "" for a request without one (MISP's cuckooimport reads it unguarded).
       const ua = r.headers.get('user-agent')
-      if (ua !== undefined) e['user-agent'] = toPrintable(Buffer.from(ua, 'latin1'))
+      e = { count: 1, host: toPrintable(Buffer.from(host, 'latin1')), port, data, uri: toPrintable(Buffer.from(`http://${netloc}${url}`, 'latin1')),
+        body, path: toPrintable(Buffer.from(path, 'latin1')), 'user-agent': ua === undefined ? '' : toPrintable(Buffer.from(ua, 'latin1')), version: r.version, method: r.method }
       this.http.set(key, e)
     }
     f.requests[dir].push(e)

@@ -9,8 +9,10 @@
 // IPv6 private ranges (link-local, ULA, multicast, loopback) are private too.
 import { existsSync } from 'node:fs'
 import { decodePacket, newDecoded, LINKTYPES, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP } from './decode'
-import { DnsCollector, type DnsEntry, type DomainEntry } from './dns'
-import { FlowTable, type FlowEntry, type HttpEntry, type TlsEntry } from './flows'
+import { DnsCollector, DnsEntrySchema, DomainEntrySchema } from './dns'
+import { FlowEntrySchema, FlowTable, HttpEntrySchema, TlsEntrySchema } from './flows'
+import { HttpExEntrySchema } from './mitm-flows'
+import { Closed, Type, type Static } from '../schema'
 import { PcapFormatError, readPcap, type PcapHeader } from './pcap'
 import { isPrivateIp } from './private-ip'
 import { toPrintable } from './printable'
@@ -19,32 +21,34 @@ export { PcapFormatError } from './pcap'
 export type { FlowEntry, HttpEntry, TlsEntry } from './flows'
 export type { DnsEntry, DnsAnswer, DomainEntry } from './dns'
 export type { HttpExEntry } from './mitm-flows'
-import type { HttpExEntry } from './mitm-flows'
 
-export interface IcmpEntry { src: string; dst: string; type: number; data: string }
+export const IcmpEntrySchema = Closed({ src: Type.String(), dst: Type.String(), type: Type.Integer(), data: Type.String() })
+export type IcmpEntry = Static<typeof IcmpEntrySchema>
 
-export interface NetworkReport {
-  pcap_sha256: string
-  hosts: string[]
-  domains: DomainEntry[]
-  dns: DnsEntry[]
-  dns_servers: string[]
-  http: HttpEntry[]
-  tls: TlsEntry[]
-  tcp: FlowEntry[]
-  udp: FlowEntry[]
-  icmp: IcmpEntry[]
+/** The report's `network` key. */
+export const NetworkSchema = Closed({
+  pcap_sha256: Type.String(),
+  hosts: Type.Array(Type.String()),
+  domains: Type.Array(DomainEntrySchema),
+  dns: Type.Array(DnsEntrySchema),
+  dns_servers: Type.Array(Type.String()),
+  http: Type.Array(HttpEntrySchema),
+  tls: Type.Array(TlsEntrySchema),
+  tcp: Type.Array(FlowEntrySchema),
+  udp: Type.Array(FlowEntrySchema),
+  icmp: Type.Array(IcmpEntrySchema),
   /** [ip, port] pairs that only ever saw repeated connection attempts. */
-  dead_hosts: [string, number][]
+  dead_hosts: Type.Array(Type.Tuple([Type.String(), Type.Integer()])),
   /** Decrypted by the proxy when the task asked for it (mitm-flows.ts); empty otherwise. */
-  http_ex: HttpExEntry[]
-  https_ex: HttpExEntry[]
+  http_ex: Type.Array(HttpExEntrySchema),
+  https_ex: Type.Array(HttpExEntrySchema),
   /** What the proxy reported besides flows: handshakes the guest refused. */
-  mitm: string[]
+  mitm: Type.Array(Type.String()),
   /** Cuckoo keys Aviary does not fill (kept so consumers find them). */
-  smtp: unknown[]
-  irc: unknown[]
-}
+  smtp: Type.Array(Type.Unknown()),
+  irc: Type.Array(Type.Unknown())
+})
+export type NetworkReport = Static<typeof NetworkSchema>
 
 export interface AnalyzePcapOptions {
   /**

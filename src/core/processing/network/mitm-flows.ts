@@ -12,33 +12,45 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { toPrintable } from './printable'
+import { Closed, Nullable, Type, type Static } from '../schema'
 
-export interface BodyRef { path: string | null; md5: string | null; sha1: string | null; size: number; truncated: boolean }
+export const BodyRefSchema = Closed({
+  /** network/<sha1> in the analysis folder, or null without a body. */
+  path: Nullable(Type.String()),
+  md5: Nullable(Type.String()),
+  sha1: Nullable(Type.String()),
+  size: Type.Integer(),
+  truncated: Type.Boolean()
+})
+export type BodyRef = Static<typeof BodyRefSchema>
 
-export interface HttpExEntry {
-  src: string | null
-  sport: number | null
-  dst: string | null
-  dport: number | null
-  protocol: 'http' | 'https'
-  method: string
-  host: string
-  uri: string
-  path: string | null
-  status: number | null
-  request: string
-  response: string
-  req: BodyRef
-  resp: BodyRef
-  md5: string | null
-  sha1: string | null
+const HeaderPairs = Type.Array(Type.Tuple([Type.String(), Type.String()]))
+
+export const HttpExEntrySchema = Closed({
+  src: Nullable(Type.String()),
+  sport: Nullable(Type.Integer()),
+  dst: Nullable(Type.String()),
+  dport: Nullable(Type.Integer()),
+  protocol: Type.Union([Type.Literal('http'), Type.Literal('https')]),
+  method: Type.String(),
+  host: Type.String(),
+  uri: Type.String(),
+  path: Nullable(Type.String()),
+  status: Nullable(Type.Integer()),
+  request: Type.String(),
+  response: Type.String(),
+  req: BodyRefSchema,
+  resp: BodyRefSchema,
+  md5: Nullable(Type.String()),
+  sha1: Nullable(Type.String()),
   /** Aviary: the headers as [name, value] pairs, and the start of each body as printable text. */
-  request_headers: [string, string][]
-  response_headers: [string, string][]
-  request_body: string
-  response_body: string
-  error: string | null
-}
+  request_headers: HeaderPairs,
+  response_headers: HeaderPairs,
+  request_body: Type.String(),
+  response_body: Type.String(),
+  error: Nullable(Type.String())
+})
+export type HttpExEntry = Static<typeof HttpExEntrySchema>
 
 export interface MitmFlows { http_ex: HttpExEntry[]; https_ex: HttpExEntry[]; mitm: string[] }
 

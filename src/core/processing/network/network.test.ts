@@ -287,7 +287,7 @@ for seq in (1, 2):
     const expected = req.map((r) => {
       const [frame = '', method = '', host = '', uri = '', version = '', ua = '', full = '', port = '', body = '', lines = ''] = r
       const data = `${method} ${uri} ${version}\r\n${lines.split('|').join('')}\r\n`.replace(/\\r\\n/g, '\r\n')
-      return { count: 1, host, port: Number(port), data, uri: full, body, path: uri, ...(ua ? { 'user-agent': ua } : {}),
+      return { count: 1, host, port: Number(port), data, uri: full, body, path: uri, 'user-agent': ua,
         version: version.replace('HTTP/', ''), method, ...(status.has(frame) ? { status: status.get(frame) } : {}) }
     })
     expect(expected.length).toBe(5)

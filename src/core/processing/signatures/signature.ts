@@ -4,47 +4,41 @@
 // its own file under rules/; it reads the assembled report (never the analysis folder) and calls
 // `mark` for every piece of evidence. A rule that marked nothing did not fire.
 
-import type { AttackTechnique } from './attack'
+import { Closed, Nullable, Type, type Static } from '../schema'
 
 /** Cuckoo's severities: 1 informational, 2 warning (suspicious), 3 danger (malicious). */
 export type Severity = 1 | 2 | 3
 
 /** An indicator: a value of a category (file, domain, ip, url, cmdline, registry, yara, …). */
-export interface IocMark {
-  type: 'ioc'
-  category: string
-  ioc: string
-  description: string | null
-}
+export const IocMarkSchema = Closed({ type: Type.Literal('ioc'), category: Type.String(), ioc: Type.String(), description: Nullable(Type.String()) })
+export type IocMark = Static<typeof IocMarkSchema>
 
-/** An API call of a monitored process (Cuckoo monitor logs): `call` is the behavior.processes[].calls[] entry. */
-export interface CallMark {
-  type: 'call'
-  pid: number
-  cid: number
-  call: Record<string, unknown>
-}
+/** An API call of a monitored process: `call` is the behavior.processes[].calls[] entry, `cid` its index. */
+export const CallMarkSchema = Closed({ type: Type.Literal('call'), pid: Type.Integer(), cid: Type.Integer(), call: Type.Record(Type.String(), Type.Unknown()) })
+export type CallMark = Static<typeof CallMarkSchema>
 
 /** Anything else worth pointing at, as free keys (Cuckoo's `mark(**kwargs)`). */
-export interface GenericMark {
-  type: 'generic'
-  [key: string]: unknown
-}
+export const GenericMarkSchema = Type.Object({ type: Type.Literal('generic') }, { additionalProperties: true })
+export type GenericMark = { type: 'generic'; [key: string]: unknown }
 
 export type Mark = IocMark | CallMark | GenericMark
 
 /** One fired signature in report.json's `signatures[]`. */
-export interface Signature {
-  name: string
-  description: string
-  severity: Severity
-  families: string[]
-  references: string[]
+export const SignatureSchema = Closed({
+  name: Type.String(),
+  description: Type.String(),
+  severity: Type.Union([Type.Literal(1), Type.Literal(2), Type.Literal(3)]),
+  families: Type.Array(Type.String()),
+  references: Type.Array(Type.String()),
   /** Cuckoo 2.0.7's shape: technique id → its name (`short`) and a sentence on it (`long`). */
-  ttp: Record<string, AttackTechnique>
+  ttp: Type.Record(Type.String({ pattern: '^T\\d{4}(\\.\\d{3})?$' }), Closed({ short: Type.String(), long: Type.String() })),
   /** The first MAX_MARKS marks (Cuckoo keeps 50); `markcount` is how many there were in all. */
+  marks: Type.Array(Type.Union([IocMarkSchema, CallMarkSchema, GenericMarkSchema])),
+  markcount: Type.Integer()
+})
+export interface Signature extends Omit<Static<typeof SignatureSchema>, 'marks' | 'severity'> {
+  severity: Severity
   marks: Mark[]
-  markcount: number
 }
 
 /** What a rule calls for each piece of evidence. */

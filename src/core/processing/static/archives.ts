@@ -6,21 +6,30 @@ import { openAsBlob, createReadStream } from 'node:fs'
 import { createGunzip } from 'node:zlib'
 import { BlobReader, TextWriter, ZipReader } from '@zip.js/zip.js'
 import { extract } from 'tar-stream'
+import { Closed, Type, type Static } from '../schema.js'
 
 export const ARCHIVE_MAX_ENTRIES = 1000
 const TEXT_MAX_BYTES = 1024 * 1024
 const TEXT_MAX_ENTRIES = 64
 
-export interface ArchiveEntry { name: string; size: number; compressed_size?: number; encrypted?: boolean; directory?: boolean }
+export const ArchiveEntrySchema = Closed({
+  name: Type.String(),
+  size: Type.Integer(),
+  compressed_size: Type.Optional(Type.Integer()),
+  encrypted: Type.Optional(Type.Boolean()),
+  directory: Type.Optional(Type.Boolean())
+})
+export type ArchiveEntry = Static<typeof ArchiveEntrySchema>
 
-export interface ArchiveListing {
-  type: 'zip' | 'tar'
-  entries: ArchiveEntry[]
+export const ArchiveListingSchema = Closed({
+  type: Type.Union([Type.Literal('zip'), Type.Literal('tar')]),
+  entries: Type.Array(ArchiveEntrySchema),
   /** Members seen (for a zip: all of them; for a tar: up to where reading stopped). */
-  count: number
-  truncated: boolean
-  error?: string
-}
+  count: Type.Integer(),
+  truncated: Type.Boolean(),
+  error: Type.Optional(Type.String())
+})
+export type ArchiveListing = Static<typeof ArchiveListingSchema>
 
 export interface ZipEntryText { name: string; text: string }
 

@@ -8,29 +8,31 @@
 // tokens and a walk of the OLE directory need no more than what is written below.
 import { inflateSync } from 'node:zlib'
 import { listZip, type ZipEntryText } from './archives.js'
+import { Closed, Nullable, Type, type Static } from '../schema.js'
 
 const PDF_MAX_BYTES = 64 * 1024 * 1024
 const INFLATE_MAX = 16 * 1024 * 1024
 const MAX_URLS = 256
 const MAX_STREAMS_EXAMINED = 4096
 
-export interface PdfFacts {
-  version: string | null
-  objects: number
-  streams: number
-  object_streams: number
-  javascript: number
-  openaction: number
-  aa: number
-  launch: number
-  embedded_files: number
-  uri: number
-  acroform: number
-  xfa: number
-  encrypt: number
-  urls: string[]
-  error?: string
-}
+export const PdfSchema = Closed({
+  version: Nullable(Type.String()),
+  objects: Type.Integer(),
+  streams: Type.Integer(),
+  object_streams: Type.Integer(),
+  javascript: Type.Integer(),
+  openaction: Type.Integer(),
+  aa: Type.Integer(),
+  launch: Type.Integer(),
+  embedded_files: Type.Integer(),
+  uri: Type.Integer(),
+  acroform: Type.Integer(),
+  xfa: Type.Integer(),
+  encrypt: Type.Integer(),
+  urls: Type.Array(Type.String()),
+  error: Type.Optional(Type.String())
+})
+export type PdfFacts = Static<typeof PdfSchema>
 
 /** Undoes #xx escapes in a PDF name (/J#61vaScript is /JavaScript). */
 function pdfName (raw: string): string {
@@ -124,15 +126,16 @@ export function analyzePdf (buf: Buffer): PdfFacts {
   return facts
 }
 
-export interface OfficeFacts {
-  format: 'ooxml' | 'ole'
-  macros: boolean
+export const OfficeSchema = Closed({
+  format: Type.Union([Type.Literal('ooxml'), Type.Literal('ole')]),
+  macros: Type.Boolean(),
   /** Where the VBA project is: zip entry names, or the OLE storages/streams that hold it. */
-  vba: string[]
+  vba: Type.Array(Type.String()),
   /** OOXML relationships with TargetMode="External" (remote templates, OLE links). */
-  external_targets: string[]
-  error?: string
-}
+  external_targets: Type.Array(Type.String()),
+  error: Type.Optional(Type.String())
+})
+export type OfficeFacts = Static<typeof OfficeSchema>
 
 /** `static.office` of an OOXML (zip) document, or null when the zip is not an Office document. */
 export async function analyzeOoxml (file: string): Promise<OfficeFacts | null> {

@@ -5,6 +5,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ElfStatic } from './elf'
+import { MAX_SYMBOLS } from './elf-tables'
 import { staticAnalysis } from './index'
 import { extractStrings } from './strings'
 import { analyzeElf, ElfFormatError } from './elf'
@@ -46,6 +48,32 @@ describe.each(['/bin/ls', '/usr/bin/node'])('ELF %s', (file) => {
     // Symbols: readelf -s prints "Symbol table '.dynsym' contains N entries".
     const counts = [...readelf(['-s'], file).matchAll(/contains (\d+) entries/g)].reduce((n, m) => n + Number(m[1]), 0)
     expect(elf.symbols).toBe(counts)
+  })
+
+  it('matches readelf: symbol tables, relocations and notes, as Cuckoo 2.0.7 writes them', async () => {
+    const { static: s } = await staticAnalysis(file, null)
+    const elf = s.elf as ElfStatic
+    // Symbols: value, type, bind and name (readelf adds @VERSION to dynamic names; Cuckoo does not).
+    const syms = [...readelf(['-s'], file).matchAll(/^\s+\d+: ([0-9a-f]+)\s+\d+ (\S+)\s+(\S+)\s+\S+\s+\S+ ?(\S*)/gm)]
+      .map((m) => [BigInt(`0x${m[1]}`), m[2], m[3], (m[4] ?? '').replace(/@.*$/, '')])
+    expect(elf.symbol_tables.length).toBe(Math.min(syms.length, MAX_SYMBOLS))
+    expect(elf.symbol_tables.map((x) => [BigInt(x.value), x.type, x.bind, x.ndx_name.replace(/@.*$/, '')])).toEqual(syms.slice(0, MAX_SYMBOLS))
+    // Relocations: one block per section, offsets, types and names as readelf -r.
+    const blocks = [...readelf(['-r'], file).matchAll(/Relocation section '([^']+)' at offset 0x[0-9a-f]+ contains (\d+) entr/g)].map((m) => [m[1], Number(m[2])])
+    expect(elf.relocations.map((b) => b.name)).toEqual(blocks.map((b) => b[0]))
+    const rows = [...readelf(['-r'], file).matchAll(/^([0-9a-f]{8,16})\s+([0-9a-f]{8,16})\s+(R_\S+)[ \t]*(?:([0-9a-f]+)[ \t]+(\S+))?/gm)]
+    const ours = elf.relocations.flatMap((b) => b.entries)
+    expect(ours.length).toBeGreaterThan(0)
+    const first = rows.slice(0, Math.min(ours.length, 300))
+    expect(ours.slice(0, first.length).map((e) => [BigInt(e.offset), BigInt(e.info), e.type])).toEqual(first.map((m) => [BigInt(`0x${m[1]}`), BigInt(`0x${m[2]}`), m[3]]))
+    for (const [i, m] of first.entries()) if (m[5] !== undefined && !m[5].startsWith('+')) expect(ours[i]!.name).toBe(m[5].replace(/@.*$/, ''))
+    // Notes: owner, size, type and the words readelf uses for the ABI tag and the build id.
+    const noteText = readelf(['-n'], file)
+    for (const n of elf.notes) expect(noteText).toContain(n.name)
+    const build = /Build ID: ([0-9a-f]+)/.exec(noteText)?.[1]
+    expect(elf.notes.find((n) => n.name === 'NT_GNU_BUILD_ID')?.note).toBe(`Build ID: ${build}`)
+    const abi = /OS: (\S+), ABI: ([\d.]+)/.exec(noteText)
+    if (abi !== null) expect(elf.notes.find((n) => n.name === 'NT_GNU_ABI_TAG')?.note).toBe(`OS: ${abi[1]}, ABI: ${abi[2]}`)
   })
 })
 

@@ -1,11 +1,35 @@
-// Static analysis of an ELF file: `static.elf` with the keys Cuckoo 2 fills from pyelftools
-// (file_header, section_headers, program_headers, dynamic_tags) and the words readelf uses, plus
-// what an analyst asks first: the shared libraries it needs (DT_NEEDED) and how many symbols it
-// has. There is no maintained ELF reader for Node that takes an untrusted buffer; the ELF header
+// Static analysis of an ELF file: `static.elf` with the keys Cuckoo 2.0.7 fills from pyelftools
+// (file_header, section_headers, program_headers, dynamic_tags, symbol_tables, relocations, notes:
+// the last three in elf-tables.ts) and the words readelf uses, plus what an analyst asks first: the
+// shared libraries it needs (DT_NEEDED) and how many symbols it has. There is no maintained ELF reader for Node that takes an untrusted buffer; the ELF header
 // and tables are fixed-size records, read here with bounds checks (a cut file gives what was read
 // and an `error`).
 
+import { Closed, Hex, Type, type Static } from '../schema.js'
+import { ElfNoteSchema, ElfRelocationsSchema, ElfSymbolSchema, notes, relocations, symbolTables } from './elf-tables.js'
+
 export class ElfFormatError extends Error {}
+
+export const ElfSchema = Closed({
+  file_header: Closed({
+    magic: Type.String(), class: Type.String(), data: Type.String(), ei_version: Type.String(), os_abi: Type.String(),
+    abi_version: Type.Integer(), type: Type.String(), machine: Type.String(), version: Hex, entry_point_address: Hex,
+    start_of_program_headers: Type.Integer(), start_of_section_headers: Type.Integer(), flags: Hex,
+    size_of_this_header: Type.Integer(), size_of_program_headers: Type.Integer(), number_of_program_headers: Type.Integer(),
+    size_of_section_headers: Type.Integer(), number_of_section_headers: Type.Integer(), section_header_string_table_index: Type.Integer()
+  }),
+  section_headers: Type.Array(Closed({ name: Type.String(), type: Type.String(), addr: Hex, size: Type.Integer() })),
+  program_headers: Type.Array(Closed({ type: Type.String(), addr: Hex, flags: Type.String(), size: Type.Integer() })),
+  dynamic_tags: Type.Array(Closed({ tag: Hex, type: Type.String(), value: Type.String() })),
+  symbol_tables: Type.Array(ElfSymbolSchema),
+  relocations: Type.Array(ElfRelocationsSchema),
+  notes: Type.Array(ElfNoteSchema),
+  /** Aviary: the DT_NEEDED libraries, and how many symbols .symtab and .dynsym hold. */
+  libraries: Type.Array(Type.String()),
+  symbols: Type.Integer(),
+  error: Type.Optional(Type.String())
+})
+export type ElfStatic = Static<typeof ElfSchema>
 
 const E_TYPE: Record<number, string> = {
   0: 'NONE (None)', 1: 'REL (Relocatable file)', 2: 'EXEC (Executable file)', 3: 'DYN (Shared object file)', 4: 'CORE (Core file)'
@@ -37,8 +61,8 @@ const STRING_TAGS: Record<number, string> = { 1: 'Shared library', 14: 'Library 
 
 const MAX_ENTRIES = 65536
 
-class Reader {
-  constructor (readonly b: Buffer, readonly le: boolean, readonly is64: boolean) {}
+export class ElfReader {
+  constructor (readonly b: Buffer, readonly le: boolean, readonly is64: boolean, readonly machine: number) {}
   private check (off: number, n: number): void {
     if (off < 0 || off + n > this.b.length) throw new ElfFormatError(`offset 0x${off.toString(16)} (+${n}) is outside the file`)
   }
@@ -50,6 +74,7 @@ class Reader {
   addr (o: number): bigint { return this.is64 ? this.u64(o) : BigInt(this.u32(o)) }
   /** An address-sized field as a number (offsets and sizes, which fit a double in a real file). */
   num (o: number): number { return Number(this.addr(o)) }
+  bytes (o: number, n: number): Buffer { this.check(o, n); return this.b.subarray(o, o + n) }
   cstr (o: number, max = 4096): string {
     if (o < 0 || o >= this.b.length) return ''
     const window = this.b.subarray(o, Math.min(o + max, this.b.length))
@@ -62,21 +87,21 @@ function flags (f: number): string {
   return `${f & 4 ? 'R' : ' '}${f & 2 ? 'W' : ' '}${f & 1 ? 'E' : ' '}`.trim()
 }
 
-interface Section { name: string; type: number; addr: bigint; offset: number; size: number; link: number; entsize: number }
+export interface ElfSection { name: string; type: number; addr: bigint; offset: number; size: number; link: number; entsize: number }
 
 /** `static.elf`. Throws ElfFormatError only when the ELF header itself is missing or cut. */
-export function analyzeElf (buf: Buffer): Record<string, unknown> {
+export function analyzeElf (buf: Buffer): ElfStatic {
   if (buf.length < 52 || buf.readUInt32BE(0) !== 0x7f454c46) throw new ElfFormatError('no ELF header')
   const cls = buf[4]
   const data = buf[5]
   if ((cls !== 1 && cls !== 2) || (data !== 1 && data !== 2)) throw new ElfFormatError('unknown ELF class or data encoding')
   const is64 = cls === 2
-  const r = new Reader(buf, data === 1, is64)
   if (is64 && buf.length < 64) throw new ElfFormatError('ELF header truncated')
+  const machine = data === 1 ? buf.readUInt16LE(18) : buf.readUInt16BE(18)
+  const r = new ElfReader(buf, data === 1, is64, machine)
   const fmt = (v: bigint): string => `0x${v.toString(16).padStart(is64 ? 16 : 8, '0')}`
   const A = is64 ? 8 : 4
   const type = r.u16(16)
-  const machine = r.u16(18)
   const phoff = r.num(24 + A)
   const shoff = r.num(24 + 2 * A)
   const base = 24 + 3 * A
@@ -86,7 +111,7 @@ export function analyzeElf (buf: Buffer): Record<string, unknown> {
     data: data === 1 ? "2's complement, little endian" : "2's complement, big endian",
     ei_version: buf[6] === 1 ? '1 (current)' : String(buf[6]),
     os_abi: OS_ABI[buf[7] ?? 0] ?? `<unknown: ${buf[7]}>`,
-    abi_version: buf[8],
+    abi_version: buf[8] ?? 0,
     type: E_TYPE[type] ?? `<unknown>: 0x${type.toString(16)}`,
     machine: E_MACHINE[machine] ?? `<unknown>: 0x${machine.toString(16)}`,
     version: `0x${r.u32(20).toString(16)}`,
@@ -102,9 +127,7 @@ export function analyzeElf (buf: Buffer): Record<string, unknown> {
     section_header_string_table_index: r.u16(base + 14)
   }
   const errors: string[] = []
-  const result: Record<string, unknown> = { file_header: header }
-
-  const sections: Section[] = []
+  const sections: ElfSection[] = []
   const nameOffsets: number[] = []
   try {
     const shentsize = header.size_of_section_headers
@@ -128,26 +151,24 @@ export function analyzeElf (buf: Buffer): Record<string, unknown> {
   // Names are offsets into the section-name string table, known once the headers are read.
   const shstrtab = sections[header.section_header_string_table_index]
   sections.forEach((s, i) => { s.name = shstrtab === undefined ? '' : r.cstr(shstrtab.offset + (nameOffsets[i] ?? 0), 256) })
-  result.section_headers = sections.map((s) => ({ name: s.name, type: SH_TYPE[s.type] ?? `0x${s.type.toString(16)}`, addr: fmt(s.addr), size: s.size }))
+  const sectionHeaders = sections.map((s) => ({ name: s.name, type: SH_TYPE[s.type] ?? `0x${s.type.toString(16)}`, addr: fmt(s.addr), size: s.size }))
 
   const segments: Array<{ type: string; addr: string; flags: string; size: number }> = []
+  const rawSegments: Array<{ type: number; offset: number; size: number }> = []
   try {
     const n = Math.min(header.number_of_program_headers, MAX_ENTRIES)
     for (let i = 0; i < n && phoff > 0; i++) {
       const o = phoff + i * header.size_of_program_headers
       const pt = r.u32(o)
       const pf = is64 ? r.u32(o + 4) : r.u32(o + 24)
-      segments.push({
-        type: P_TYPE[pt] ?? `0x${pt.toString(16)}`,
-        addr: fmt(r.addr(is64 ? o + 16 : o + 8)),
-        flags: flags(pf),
-        size: r.num(is64 ? o + 40 : o + 20)
-      })
+      const size = r.num(is64 ? o + 40 : o + 20)
+      segments.push({ type: P_TYPE[pt] ?? `0x${pt.toString(16)}`, addr: fmt(r.addr(is64 ? o + 16 : o + 8)), flags: flags(pf), size })
+      // p_filesz: what the file holds of the segment (the notes are read from there).
+      rawSegments.push({ type: pt, offset: r.num(is64 ? o + 8 : o + 4), size: r.num(is64 ? o + 32 : o + 16) })
     }
   } catch (err) {
     errors.push(`program headers: ${(err as Error).message}`)
   }
-  result.program_headers = segments
 
   const tags: Array<{ tag: string; type: string; value: string }> = []
   const libraries: string[] = []
@@ -175,13 +196,20 @@ export function analyzeElf (buf: Buffer): Record<string, unknown> {
   } catch (err) {
     errors.push(`dynamic section: ${(err as Error).message}`)
   }
-  result.dynamic_tags = tags
-  result.libraries = libraries
-  // Symbols in .symtab and .dynsym (the tables themselves can hold hundreds of thousands of entries;
-  // the report keeps their count).
-  result.symbols = sections
-    .filter((s) => s.type === 2 || s.type === 11)
-    .reduce((n, s) => n + (s.entsize > 0 ? Math.floor(s.size / s.entsize) : 0), 0)
+  const result: ElfStatic = {
+    file_header: header,
+    section_headers: sectionHeaders,
+    program_headers: segments,
+    dynamic_tags: tags,
+    symbol_tables: symbolTables(r, sections, fmt, errors),
+    relocations: relocations(r, sections, machine, fmt, errors),
+    notes: notes(r, rawSegments, fmt, errors),
+    libraries,
+    // Symbols in .symtab and .dynsym (symbol_tables lists the first MAX_SYMBOLS of them).
+    symbols: sections
+      .filter((s) => s.type === 2 || s.type === 11)
+      .reduce((n, s) => n + (s.entsize > 0 ? Math.floor(s.size / s.entsize) : 0), 0)
+  }
   if (errors.length > 0) result.error = errors.join('; ')
   return result
 }

@@ -4,11 +4,18 @@
 // Nothing here throws to the pipeline: a file that cannot be read, or a reader that fails, gives
 // what was found plus `static.error`.
 import { stat } from 'node:fs/promises'
-import { analyzeElf } from './elf.js'
-import { analyzePe, findKeys } from './pe.js'
+import { analyzeElf, ElfSchema } from './elf.js'
+import { analyzePe, findKeys, peStaticProperties } from './pe.js'
 import type { BufferTyper } from './pe-resources.js'
-import { analyzeOle, analyzeOoxml, analyzePdf } from './documents.js'
-import { listTar, listZip } from './archives.js'
+import { analyzeOle, analyzeOoxml, analyzePdf, OfficeSchema, PdfSchema } from './documents.js'
+import { ArchiveListingSchema, listTar, listZip } from './archives.js'
+import { Closed, Type, type Static } from '../schema.js'
+import type { TProperties, TOptional, TSchema } from 'typebox'
+
+/** The same properties, each optional. */
+function partial<P extends TProperties>(p: P): { [K in keyof P]: TOptional<P[K]> } {
+  return Object.fromEntries(Object.entries(p).map(([k, v]) => [k, Type.Optional(v as TSchema)])) as { [K in keyof P]: TOptional<P[K]> }
+}
 import { extractStrings, readHead } from './strings.js'
 
 /** PEs and ELFs are read whole up to this size (the rest is reported as not read). */
@@ -63,8 +70,23 @@ async function readAll (file: string, head: Buffer, size: number, max: number): 
  *   zip, tar, tar.gz  archive {type, entries[{name, size, ...}], count, truncated}
  * plus `error` (a string) when something could not be read; nothing else for other files.
  */
-export async function staticAnalysis (file: string, fileType: string | null): Promise<{ static: Record<string, unknown>; strings: string[] }> {
-  const result: Record<string, unknown> = {}
+/**
+ * The report's `static`: empty for files it does not know, the PE keys for a PE, or one of `elf`,
+ * `pdf`, `office`, `archive`; `keys` (key-like strings of executables) and `error` as they apply.
+ */
+export const StaticSchema = Closed({
+  ...partial(peStaticProperties),
+  elf: Type.Optional(ElfSchema),
+  pdf: Type.Optional(PdfSchema),
+  office: Type.Optional(OfficeSchema),
+  archive: Type.Optional(ArchiveListingSchema),
+  keys: Type.Optional(Type.Array(Type.String())),
+  error: Type.Optional(Type.String())
+})
+export type StaticReport = Static<typeof StaticSchema>
+
+export async function staticAnalysis (file: string, fileType: string | null): Promise<{ static: StaticReport; strings: string[] }> {
+  const result: StaticReport = {}
   const errors: string[] = []
   let strings: string[] = []
   try {

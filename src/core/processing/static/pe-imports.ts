@@ -7,10 +7,14 @@
 import { createHash } from 'node:crypto'
 import { DIR, PeFormatError, type PeImage } from './pe-image.js'
 import { OLEAUT32_ORDINALS, WS2_32_ORDINALS } from './pe-ordinals.js'
+import { Closed, Nullable, Type, type Static } from '../schema.js'
 
-export interface PeImportedSymbol { address: string; name: string | null; ordinal?: number }
-export interface PeImportedDll { dll: string; imports: PeImportedSymbol[] }
-export interface PeExport { address: string; name: string | null; ordinal: number }
+export const PeImportedSymbolSchema = Closed({ address: Type.String(), name: Nullable(Type.String()), ordinal: Type.Optional(Type.Integer()) })
+export type PeImportedSymbol = Static<typeof PeImportedSymbolSchema>
+export const PeImportedDllSchema = Closed({ dll: Type.String(), imports: Type.Array(PeImportedSymbolSchema) })
+export type PeImportedDll = Static<typeof PeImportedDllSchema>
+export const PeExportSchema = Closed({ address: Type.String(), name: Nullable(Type.String()), ordinal: Type.Integer() })
+export type PeExport = Static<typeof PeExportSchema>
 
 const MAX_DLLS = 4096
 const MAX_SYMBOLS_PER_DLL = 65536

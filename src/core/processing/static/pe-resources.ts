@@ -6,17 +6,20 @@
 // with every loop capped and directory offsets remembered so a cyclic tree is read once.
 import { DIR, type PeImage } from './pe-image.js'
 import { LANGS, RESOURCE_TYPES, sublangName } from './pe-langs.js'
+import { Closed, Nullable, Type, type Static } from '../schema.js'
 
-export interface PeResource {
-  name: string
-  offset: string
-  size: string
-  filetype: string | null
-  language: string | null
-  sublanguage: string
-}
+export const PeResourceSchema = Closed({
+  name: Type.String(),
+  offset: Type.String(),
+  size: Type.String(),
+  filetype: Nullable(Type.String()),
+  language: Nullable(Type.String()),
+  sublanguage: Type.String()
+})
+export type PeResource = Static<typeof PeResourceSchema>
 
-export interface PeVersionEntry { name: string; value: string }
+export const PeVersionEntrySchema = Closed({ name: Type.String(), value: Type.String() })
+export type PeVersionEntry = Static<typeof PeVersionEntrySchema>
 
 /** Describes a resource's bytes (libmagic); null when it cannot tell. */
 export type BufferTyper = (data: Buffer) => string | null

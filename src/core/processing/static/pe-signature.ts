@@ -5,18 +5,20 @@
 // here by hand (a bounded TLV reader). This says who signed, not whether the signature verifies.
 import { createHash, X509Certificate } from 'node:crypto'
 import { DIR, type PeImage } from './pe-image.js'
+import { Closed, Nullable, Type, type Static } from '../schema.js'
 
-export interface PeSigner {
-  serial_number: string
-  common_name: string | null
-  country: string | null
-  locality: string | null
-  organization: string | null
-  email: string | null
-  sha1: string
-  md5: string
-  full_name?: string
-}
+export const PeSignerSchema = Closed({
+  serial_number: Type.String(),
+  common_name: Nullable(Type.String()),
+  country: Nullable(Type.String()),
+  locality: Nullable(Type.String()),
+  organization: Nullable(Type.String()),
+  email: Nullable(Type.String()),
+  sha1: Type.String(),
+  md5: Type.String(),
+  full_name: Type.Optional(Type.String())
+})
+export type PeSigner = Static<typeof PeSignerSchema>
 
 /** One DER element: its tag, the offset of its tag byte, and its contents [start, end). */
 interface Tlv { tag: number; hdr: number; start: number; end: number }

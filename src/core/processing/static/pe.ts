@@ -4,17 +4,43 @@
 // read on its own: a corrupt import table still leaves sections, resources and the signature, and
 // what went wrong is listed in `error`.
 import { PeFormatError, PeImage, DIR, type PeSection } from './pe-image.js'
-import { imphash, readDelayImports, readExports, readImports } from './pe-imports.js'
-import { readResources, type BufferTyper } from './pe-resources.js'
-import { readSignature } from './pe-signature.js'
+import { imphash, PeExportSchema, PeImportedDllSchema, readDelayImports, readExports, readImports } from './pe-imports.js'
+import { PeResourceSchema, PeVersionEntrySchema, readResources, type BufferTyper } from './pe-resources.js'
+import { PeSignerSchema, readSignature } from './pe-signature.js'
+import { Closed, Hex, Nullable, Type, type Static } from '../schema.js'
 
-export interface PeSectionInfo {
-  name: string
-  virtual_address: string
-  virtual_size: string
-  size_of_data: string
-  entropy: number
+export const PeSectionInfoSchema = Closed({
+  name: Type.String(),
+  virtual_address: Hex,
+  virtual_size: Hex,
+  size_of_data: Hex,
+  entropy: Type.Number()
+})
+export type PeSectionInfo = Static<typeof PeSectionInfoSchema>
+
+/** The PE keys of `static` (Cuckoo 2's, then Aviary's additions). */
+export const peStaticProperties = {
+  peid_signatures: Type.Null({ description: 'Cuckoo\'s PEiD matches: Aviary does not run PEiD' }),
+  pe_imports: Type.Array(PeImportedDllSchema),
+  pe_exports: Type.Array(PeExportSchema),
+  pe_sections: Type.Array(PeSectionInfoSchema),
+  pe_resources: Type.Array(PeResourceSchema),
+  pe_versioninfo: Type.Array(PeVersionEntrySchema),
+  pe_imphash: Type.String(),
+  pe_timestamp: Type.String({ description: 'the header\'s link time, YYYY-MM-DD HH:MM:SS (UTC)' }),
+  pdb_path: Nullable(Type.String()),
+  signature: Type.Array(PeSignerSchema),
+  imported_dll_count: Type.Integer(),
+  pe_delay_imports: Type.Array(PeImportedDllSchema),
+  pe_export_dll: Nullable(Type.String()),
+  pe_signed: Type.Boolean(),
+  pe_machine: Hex,
+  pe_is64: Type.Boolean(),
+  pe_entrypoint: Hex,
+  pe_overlay: Nullable(Closed({ offset: Hex, size: Type.Integer() }))
 }
+export const PeStaticSchema = Closed({ ...peStaticProperties, error: Type.Optional(Type.String()) })
+export type PeStatic = Static<typeof PeStaticSchema>
 
 const MAX_KEY_TRIES = 4096
 
@@ -130,7 +156,7 @@ function overlay (pe: PeImage): { offset: string; size: number } | null {
 }
 
 /** PE keys of `static`. Throws PeFormatError only when the headers themselves cannot be read. */
-export function analyzePe (buf: Buffer, typer: BufferTyper | null, fileSize = buf.length): Record<string, unknown> {
+export function analyzePe (buf: Buffer, typer: BufferTyper | null, fileSize = buf.length): PeStatic {
   const pe = new PeImage(buf, fileSize)
   const errors: string[] = []
   if (pe.truncatedSections > 0) errors.push(`section table: ${pe.truncatedSections} sections past the end of the file`)
@@ -139,7 +165,7 @@ export function analyzePe (buf: Buffer, typer: BufferTyper | null, fileSize = bu
   const { dll, exports } = readExports(pe, errors)
   const { resources, versionInfo } = readResources(pe, errors, typer)
   const signature = readSignature(pe, errors)
-  const result: Record<string, unknown> = {
+  const result: PeStatic = {
     peid_signatures: null,
     pe_imports: imports,
     pe_exports: exports,
