@@ -1,26 +1,25 @@
-// Turns one analysis folder into reports/report.json and reports/report.html, in Cuckoo 2's order
-// (shared/reference/cuckoo-internals.md §7.1): analysis info, target, static and strings,
-// behavior, dropped files, screenshots, memory, then network, then YARA over what was collected,
-// then signatures and the score, then the reports. A module that fails is noted in `debug.errors`
-// and its key left empty: one bad pcap does not cost the analyst the rest of the report. Only a
-// failure to write the report itself fails the task's processing.
+// Turns one analysis folder into reports/report.json and reports/report.html. The sections and
+// their order come from the shared table (src/shared/report-sections.ts); their modules from
+// sections.ts. Modules run by phase, as Cuckoo's run by `order`: first what the run left (target,
+// static, behavior, files, shots, memory), then YARA over everything collected, then what reads
+// those (network, metadata), then the signatures and the score, then debug. A module that fails is
+// noted in `debug.errors` and its section holds its empty value: one bad pcap does not cost the
+// analyst the rest of the report. Only a failure to write the report itself fails the task's
+// processing. report.json's keys are written in the table's order.
 import path from 'node:path'
 import { mkdir } from 'node:fs/promises'
 import type { FileTypeDetector } from '../hashing/magic'
-import { parseDatetime } from '../../shared/time'
+import { REPORT_SECTIONS, type ReportSectionKey } from '../../shared/report-sections'
 import type { ProcessingContext, YaraMatch } from './types'
-import { fileInfo } from './file-info'
-import { debugInfo, droppedFiles, fullMemoryDump, processMemory, screenshots } from './artifacts'
-import { staticAnalysis } from './static'
-import { analyzeBehavior } from './behavior'
-import { readMitmFlows } from './network/mitm-flows'
-import { analyzePcap, emptyNetworkReport } from './network'
+import type { Report } from './report-schema'
+import { SECTION_MODULES, type PartialReport, type SectionContext } from './sections'
+import { staticAnalysis, type StaticReport } from './static'
 import { yaraScan } from './yara'
-import { runSignatures } from './signatures'
+import { scoreOf } from './signatures'
 import { writeJsonReport } from '../reporting/json-writer'
 import { renderHtmlReport } from '../reporting/html/render'
 
-export const VERSION_TAG = '2.0.7'
+export { VERSION_TAG, analysisInfo } from './info'
 
 export interface PipelineOptions {
   detectType: FileTypeDetector
@@ -34,107 +33,77 @@ export interface PipelineResult {
   score: number
 }
 
-type Report = Record<string, unknown>
+const PHASES = [1, 2, 3, 4] as const
 
-/** Epoch seconds, as report.json writes datetimes (Cuckoo's jsondump). */
-function epoch(text: unknown): number | null {
-  if (typeof text !== 'string') return null
-  const d = parseDatetime(text)
-  return d ? d.getTime() / 1000 : null
-}
-
-export function analysisInfo(task: Record<string, unknown>, aviaryVersion: string): Record<string, unknown> {
-  const guest = (task.guest ?? null) as Record<string, unknown> | null
-  return {
-    version: VERSION_TAG,
-    aviary_version: aviaryVersion,
-    id: task.id,
-    category: task.category,
-    custom: task.custom ?? null,
-    owner: task.owner ?? null,
-    package: task.package ?? null,
-    platform: task.platform ?? null,
-    options: task.options ?? null,
-    route: task.route ?? null,
-    added: epoch(task.added_on),
-    started: epoch(task.started_on),
-    ended: epoch(task.completed_on),
-    duration: typeof task.duration === 'number' ? task.duration : null,
-    machine: guest
-      ? { name: guest.name, label: guest.label, manager: guest.manager, started_on: guest.started_on, shutdown_on: guest.shutdown_on, status: guest.status ?? null }
-      : null,
-    score: 0
-  }
-}
-
-export async function processAnalysis(ctx: ProcessingContext, o: PipelineOptions): Promise<PipelineResult> {
-  const errors: string[] = []
-  const step = async <T>(what: string, fn: () => Promise<T>, fallback: T): Promise<T> => {
-    try {
-      return await fn()
-    } catch (err) {
-      const msg = `${what}: ${(err as Error).message}`
-      errors.push(msg)
-      ctx.log(msg)
-      return fallback
-    }
-  }
-  const task = ctx.task
-  const report: Report = { info: analysisInfo(task, o.aviaryVersion) }
-
-  // target, static, strings
-  const category = String(task.category ?? 'file')
-  if (ctx.sample) {
-    const sample = ctx.sample
-    const file = await step('target', () => fileInfo(sample.path, sample.name, o.detectType), null)
-    report.target = { category, file }
-    const st = await step('static', () => staticAnalysis(sample.path, file?.type ?? sample.type), { static: {}, strings: [] })
-    report.static = st.static
-    report.strings = st.strings
-  } else {
-    report.target = { category, url: ctx.url }
-    report.static = {}
-    report.strings = []
-  }
-
-  report.behavior = await step('behavior', () => analyzeBehavior(ctx.dir), {})
-  const dropped = await step('dropped', () => droppedFiles(ctx.dir, o.detectType, ctx.log), [])
-  report.dropped = dropped
-  report.screenshots = await step('screenshots', () => screenshots(ctx.dir), [])
-  const procmemory = await step('procmemory', () => processMemory(ctx.dir), [])
-  report.procmemory = procmemory
-  const memory = await step('memory', () => fullMemoryDump(ctx.dir), null)
-  if (memory) report.memory = { file: memory.path, size: memory.size }
-
-  const network = await step('network', () => analyzePcap(path.join(ctx.dir, 'dump.pcap'), { log: ctx.log }), emptyNetworkReport())
-  // What the decrypting proxy saw, when the task asked for it.
-  const mitm = await step('network (decrypted)', () => readMitmFlows(ctx.dir), null)
-  if (mitm) Object.assign(network, mitm)
-  report.network = network
-
-  // YARA over the sample, the dropped files and the memory dumps, with the user's rules.
+/** YARA over the sample, the dropped files, the buffers and the memory dumps, with the user's rules. */
+async function yaraOverCollected(ctx: SectionContext, report: PartialReport): Promise<void> {
+  const file = report.target !== undefined && 'file' in report.target ? report.target.file : null
+  const dropped = report.dropped ?? []
+  const buffers = report.buffer ?? []
+  const procmemory = report.procmemory ?? []
+  const memory = report.memory
   const scanned = [
-    ...(ctx.sample ? [ctx.sample.path] : []),
+    ...(file !== null ? [file.path] : []),
     ...dropped.map((d) => d.path),
+    ...buffers.map((b) => b.path),
     ...procmemory.map((p) => p.file),
-    ...(memory ? [memory.path] : [])
+    ...(memory !== undefined ? [memory.file] : [])
   ]
-  const matches = await step('yara', () => yaraScan(scanned, ctx.yaraRules), new Map<string, YaraMatch[]>())
-  const target = report.target as { file?: { yara: YaraMatch[] } | null }
-  if (ctx.sample && target.file) target.file.yara = matches.get(ctx.sample.path) ?? []
-  for (const d of dropped) d.yara = matches.get(d.path) ?? []
-  for (const p of procmemory) p.yara = matches.get(p.file) ?? []
-  if (memory) (report.memory as Record<string, unknown>).yara = matches.get(memory.path) ?? []
+  if (scanned.length === 0) return
+  const matches = await yaraScan(scanned, ctx.yaraRules)
+  const of = (p: string): YaraMatch[] => matches.get(p) ?? []
+  if (file !== null) file.yara = of(file.path)
+  for (const d of dropped) d.yara = of(d.path)
+  for (const b of buffers) b.yara = of(b.path)
+  for (const p of procmemory) p.yara = of(p.file)
+  if (memory !== undefined) memory.yara = of(memory.file)
+}
 
-  const signatures = await step('signatures', async () => runSignatures(report), { signatures: [], score: 0 })
-  report.signatures = signatures.signatures
-  ;(report.info as Record<string, unknown>).score = signatures.score
+export async function processAnalysis(processing: ProcessingContext, o: PipelineOptions): Promise<PipelineResult> {
+  const errors: string[] = []
+  let statics: Promise<{ static: StaticReport; strings: string[] }> | null = null
+  const ctx: SectionContext = {
+    ...processing,
+    detectType: o.detectType,
+    aviaryVersion: o.aviaryVersion,
+    errors,
+    staticOnce: () => (statics ??= processing.sample === null
+      ? Promise.resolve({ static: {}, strings: [] })
+      : staticAnalysis(processing.sample.path, processing.sample.type))
+  }
+  const fail = (what: string, err: unknown): void => {
+    const msg = `${what}: ${(err as Error).message}`
+    errors.push(msg)
+    processing.log(msg)
+  }
 
-  report.debug = await debugInfo(ctx.dir, [...((task.errors as string[] | undefined) ?? []), ...errors])
+  const built: Record<string, unknown> = {}
+  const report = built as PartialReport
+  for (const phase of PHASES) {
+    if (phase === 2) await yaraOverCollected(ctx, report).catch((err: unknown) => fail('yara', err))
+    for (const section of REPORT_SECTIONS.filter((s) => s.phase === phase)) {
+      const key: ReportSectionKey = section.key
+      const module = SECTION_MODULES[key]
+      try {
+        built[key] = await module.build(ctx, report)
+      } catch (err) {
+        fail(key, err)
+        built[key] = module.fallback(ctx)
+      }
+    }
+    if (phase === 3 && report.info !== undefined) report.info.score = scoreOf(report.signatures ?? [])
+  }
 
-  const reports = path.join(ctx.dir, 'reports')
+  // The table's order, and no key for a section without a value (a run without a memory dump).
+  const ordered = Object.fromEntries(REPORT_SECTIONS.filter((s) => built[s.key] !== undefined).map((s) => [s.key, built[s.key]])) as Report
+
+  const reports = path.join(processing.dir, 'reports')
   await mkdir(reports, { recursive: true })
-  await writeJsonReport(path.join(reports, 'report.json'), report)
-  await step('report.html', () => renderHtmlReport(report, { dir: ctx.dir, out: path.join(reports, 'report.html') }), undefined)
-  return { errors, score: signatures.score }
+  await writeJsonReport(path.join(reports, 'report.json'), ordered)
+  try {
+    await renderHtmlReport(ordered, { dir: processing.dir, out: path.join(reports, 'report.html') })
+  } catch (err) {
+    fail('report.html', err)
+  }
+  return { errors, score: ordered.info.score }
 }

@@ -7,6 +7,7 @@ import { open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises
 import { Readable } from 'node:stream'
 import { ApiError, badRequest, notFound } from '../errors'
 import { ErrorCodes } from '../../shared/errors'
+import { summaryDrops } from '../../shared/report-sections'
 import { isInside, type StorageLayout } from '../storage/layout'
 import { indexJsonStream, JsonSyntaxError, type JsonIndex } from '../reporting/json-index'
 import { archiveEntries, tarContentType, tarFileExtension, tarStream, zipOfFiles, type TarCompression } from '../reporting/archives'
@@ -34,9 +35,6 @@ export interface StreamResult {
   downloadName?: string
 }
 
-/** Top-level keys, and keys of `behavior`, that /tasks/summary leaves out (as Cuckoo 2.0.7 does). */
-const SUMMARY_DROPS = new Set(['procmemory', 'debug', 'screenshots', 'metadata'])
-const SUMMARY_BEHAVIOR_DROPS = new Set(['generic', 'apistats', 'processes'])
 const reportNotFound = () => notFound('Report not found', ErrorCodes.REPORT_NOT_FOUND)
 /** Indexes of recently served report.json files (a few hundred bytes each). */
 const INDEX_CACHE = 64
@@ -91,9 +89,11 @@ export class ResultsService {
     return this.fromReport(file, (index) => {
       const members: Piece[][] = []
       for (const entry of index.keys) {
-        if (SUMMARY_DROPS.has(entry.key)) continue
-        if (entry.key === 'behavior' && entry.children) {
-          const kept = entry.children.filter((c) => !SUMMARY_BEHAVIOR_DROPS.has(c.key))
+        // What Cuckoo 2.0.7 leaves out, as the shared section table says.
+        const drops = summaryDrops(entry.key)
+        if (drops === '*') continue
+        if (drops.length > 0 && entry.children) {
+          const kept = entry.children.filter((c) => !drops.includes(c.key))
           members.push([`${JSON.stringify(entry.key)}: {`, ...joined(kept.map((c) => [`${JSON.stringify(c.key)}: `, [c.start, c.end] as const])), '}'])
         } else {
           members.push([`${JSON.stringify(entry.key)}: `, [entry.start, entry.end]])

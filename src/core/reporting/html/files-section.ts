@@ -31,6 +31,20 @@ export async function droppedSection(w: PageWriter, report: Obj): Promise<void> 
   w.put('</section>')
 }
 
+/** `buffer`: what Cuckoo's monitor captured of memory and I/O buffers (only with its analyzer). */
+export async function bufferSection(w: PageWriter, report: Obj): Promise<void> {
+  const buffers = objs(report, 'buffer')
+  if (buffers.length === 0) return
+  w.put(`<section id="buffer"><h2>Buffers (${buffers.length})</h2>`)
+  await table(w, buffers, [
+    { title: 'sha1', cell: (d) => `<code>${text(str(d, 'name'), 64)}</code>` },
+    { title: 'size', cell: (d) => size(d.size) },
+    { title: 'type', cell: (d) => text(str(d, 'type'), 300) },
+    { title: 'YARA', cell: yaraNames }
+  ], 'buffers')
+  w.put('</section>')
+}
+
 async function peSection(w: PageWriter, s: Obj): Promise<void> {
   const sig = s.signature
   w.put(kv([

@@ -4,6 +4,7 @@
 // that need the full report ask for it through `onNeedFull`.
 import { useEffect, useRef, useState, type JSX, type KeyboardEvent, type ReactNode } from 'react'
 import type { ReportSources } from './model'
+import { FULL_TABS, REPORT_TABS, type ReportTabId } from '../../../shared/report-sections'
 import { SummaryView } from './SummaryView'
 import { SignaturesView } from './SignaturesView'
 import { BehaviorView } from './BehaviorView'
@@ -13,20 +14,11 @@ import { DroppedView, MemoryView } from './FilesViews'
 import { ScreenshotsView } from './ScreenshotsView'
 import { RawJsonView } from './RawJsonView'
 
-export const TABS = [
-  { id: 'summary', label: 'Summary' },
-  { id: 'signatures', label: 'Signatures' },
-  { id: 'behavior', label: 'Behavior' },
-  { id: 'network', label: 'Network' },
-  { id: 'static', label: 'Static' },
-  { id: 'dropped', label: 'Dropped' },
-  { id: 'screenshots', label: 'Screenshots' },
-  { id: 'memory', label: 'Memory' },
-  { id: 'raw', label: 'Raw JSON' }
-] as const
-export type TabId = (typeof TABS)[number]['id']
-/** Tabs that read keys /tasks/summary leaves out. */
-export const FULL_TABS: ReadonlySet<TabId> = new Set(['screenshots', 'memory', 'raw'])
+// The tabs, and which of them need the full report, come from the section table shared with the
+// core (src/shared/report-sections.ts), which also decides what /tasks/summary leaves out.
+export const TABS = REPORT_TABS
+export type TabId = ReportTabId
+export { FULL_TABS }
 
 export interface ReportViewsProps {
   report: unknown
