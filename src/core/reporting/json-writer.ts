@@ -11,6 +11,11 @@
 // a bigint is written as its digits. Hand-written because no maintained library found here streams
 // a JS object out with backpressure in JSON.stringify's exact format (json-stream-stringify and
 // friends are not installed, and differ on indentation and toJSON).
+//
+// An array that carries a STREAM_PAGES method (the calls store's views of behavior.processes[]
+// .calls, processing/behavior/calls-reader.ts) is written from the pages that method yields,
+// awaited one after the other, instead of being indexed: a million calls are read from disk once,
+// a page at a time, while they are written.
 import { open, rename, unlink } from 'node:fs/promises'
 import path from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -21,9 +26,20 @@ const POOL = 1024 * 1024
 /** Cuckoo's jsondump indent. */
 export const DEFAULT_INDENT = 4
 
+/** The method (a global symbol) of an array whose items are to be written from async pages. */
+export const STREAM_PAGES: unique symbol = Symbol.for('aviary.json-writer.stream-pages')
+type Paged = readonly unknown[] & { [STREAM_PAGES]: () => AsyncIterable<readonly unknown[]> }
+
 interface ArrayFrame { kind: 'array'; value: readonly unknown[]; i: number; pad: string }
 interface ObjectFrame { kind: 'object'; value: Record<string, unknown>; keys: string[]; i: number; first: boolean; pad: string }
-type Frame = ArrayFrame | ObjectFrame
+interface StreamFrame {
+  kind: 'stream'; value: readonly unknown[]; pages: AsyncIterator<readonly unknown[]>; page: readonly unknown[]; i: number; n: number; pad: string
+}
+type Frame = ArrayFrame | ObjectFrame | StreamFrame
+
+function paged(v: readonly unknown[]): v is Paged {
+  return typeof (v as Partial<Paged>)[STREAM_PAGES] === 'function'
+}
 
 /** JSON.stringify's value preparation: toJSON(key), boxed primitives; Date → epoch seconds. */
 function prepare(value: unknown, key: string | number): unknown {
@@ -63,6 +79,7 @@ export async function writeJsonReport(
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`)
   const fh = await open(tmp, 'wx', 0o644)
   let done = false
+  const stack: Frame[] = []
   try {
     // Memory stays flat because nothing outlives a few KiB of output: a long rope of small strings
     // would survive young-generation collections and be promoted, growing the heap by a large
@@ -89,7 +106,6 @@ export async function writeJsonReport(
       buf = ''
       if (pos >= POOL / 2) await flushPool()
     }
-    const stack: Frame[] = []
     const ancestors = new Set<object>()
 
     // Writes a prepared, non-omitted value: primitives at once, containers by pushing a frame.
@@ -97,7 +113,10 @@ export async function writeJsonReport(
       if (typeof v !== 'object' || v === null) { buf += primitive(v); return }
       if (ancestors.has(v)) throw new TypeError('Converting circular structure to JSON')
       ancestors.add(v)
-      if (Array.isArray(v)) {
+      if (Array.isArray(v) && paged(v)) {
+        buf += '['
+        stack.push({ kind: 'stream', value: v, pages: v[STREAM_PAGES]()[Symbol.asyncIterator](), page: [], i: 0, n: 0, pad })
+      } else if (Array.isArray(v)) {
         buf += '['
         stack.push({ kind: 'array', value: v, i: 0, pad })
       } else {
@@ -110,7 +129,25 @@ export async function writeJsonReport(
     while (stack.length > 0) {
       const f = stack[stack.length - 1] as Frame
       const inner = f.pad + indent
-      if (f.kind === 'array') {
+      if (f.kind === 'stream') {
+        if (f.i < f.page.length) {
+          const v = prepare(f.page[f.i], f.n)
+          buf += (f.n === 0 ? '' : ',') + nl + inner
+          f.i++
+          f.n++
+          begin(omitted(v) ? null : v, inner)
+        } else {
+          const next = await f.pages.next()
+          if (next.done === true) {
+            buf += (f.n > 0 ? nl + f.pad : '') + ']'
+            stack.pop()
+            ancestors.delete(f.value)
+          } else {
+            f.page = next.value
+            f.i = 0
+          }
+        }
+      } else if (f.kind === 'array') {
         if (f.i < f.value.length) {
           const v = prepare(f.value[f.i], f.i)
           buf += (f.i === 0 ? '' : ',') + nl + inner
@@ -144,6 +181,8 @@ export async function writeJsonReport(
     await rename(tmp, file)
     done = true
   } finally {
+    // Pages still being read (the write failed half-way) close their files.
+    for (const f of stack) if (f.kind === 'stream') await f.pages.return?.().catch(() => undefined)
     if (!done) {
       await fh.close().catch(() => undefined)
       await unlink(tmp).catch(() => undefined)

@@ -74,6 +74,20 @@ export function createLayout(root: string): StorageLayout {
   }
 }
 
+/**
+ * The calls store of an analysis folder (processing/behavior/calls-store.ts): `calls/index.json`,
+ * and per process `calls/<pid>.jsonl` (one call per line) and `calls/<pid>.idx` (8 bytes per call:
+ * the line's offset, 48 bits, and its kind, 16 bits, little-endian; one more record ends the file).
+ */
+export const CALLS_DIR = 'calls'
+export const CALLS_INDEX = 'index.json'
+const checkPid = (pid: number): number => {
+  if (!Number.isSafeInteger(pid) || pid < 0) throw new PathOutsideDataError('bad pid')
+  return pid
+}
+export const callsDataName = (pid: number): string => `${checkPid(pid)}.jsonl`
+export const callsOffsetsName = (pid: number): string => `${checkPid(pid)}.idx`
+
 /** True when `candidate` (an absolute, resolved path) lies inside `root`. */
 export function isInside(root: string, candidate: string): boolean {
   const rel = path.relative(root, candidate)

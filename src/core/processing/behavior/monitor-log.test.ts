@@ -153,14 +153,15 @@ describe('analyzeBehavior on Cuckoo monitor logs', () => {
     const w = parentLog()
     for (let i = 0; i < 20_000; i++) w.call('NtCreateMutant', 1000, 100 + i, 1, 0, [0x44, 0x1f0001, 0, `m${i % 7}`])
     const dir = analysisDir({ '1.bson': w.bytes() })
-    const { behavior, notes, callLogs } = await analyzeBehaviorDetailed(dir, { maxCalls: 500 })
-    const [proc] = behavior.processes as { calls: MonitorCall[] }[]
+    const { behavior, notes, calls } = await analyzeBehaviorDetailed(dir, { maxCalls: 500 })
+    const [proc] = behavior.processes as { calls: MonitorCall[]; calls_seen: number; calls_kept: number }[]
     expect(proc?.calls).toHaveLength(500)
-    // Every call, streamed again from the log: the kept ones first, then the rest in order.
-    expect(callLogs).toEqual({ [String(PARENT)]: join(dir, 'logs', '1.bson') })
+    expect(proc).toMatchObject({ calls_seen: 20_011, calls_kept: 500 })
+    expect(calls?.processes).toEqual([expect.objectContaining({ pid: PARENT, calls: 500, dropped: 20_011 - 500 })])
+    // Every call, streamed again from the log: the kept ones (read back from the store) first, then the rest in order.
     let n = 0
     let last = ''
-    for await (const { pid, call } of monitorCalls(callLogs[String(PARENT)] ?? '')) {
+    for await (const { pid, call } of monitorCalls(join(dir, 'logs', '1.bson'))) {
       expect(pid).toBe(PARENT)
       if (n < 500) expect(call).toEqual(proc?.calls[n])
       last = String(call.arguments.mutant_name)

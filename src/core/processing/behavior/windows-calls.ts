@@ -3,12 +3,14 @@
 // them (netlog.py BsonParser + platform/windows.py): `info` messages declare each API index (name,
 // argument names and types, category, flag tables) before its first call; `__process__` carries
 // the process facts with a FILETIME; `buffer` messages are stored as buffer/<sha1> and linked to
-// the next call; `debug` carries a message. Calls beyond `maxCalls` are counted but not kept, so a
-// huge log costs memory only up to the cap.
+// the next call; `debug` carries a message. Calls go to the calls store (calls-store.ts), which
+// keeps each process's first ones up to its cap on disk and counts the rest, so a huge log costs
+// no memory for its calls.
 import { createHash } from 'node:crypto'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ProcessEntry } from '../types.js'
+import type { CallsStoreWriter } from './calls-store.js'
 import { readBsonStream, type BsonStreamEnd } from './bson.js'
 import { convert, list, parseInfo, plain, resolveFlags, str, type ApiInfo } from './monitor-args.js'
 import { SUMMARY_RULES, ntSuccess } from './summary-map.js'
@@ -31,10 +33,9 @@ export interface MonitorCall {
 }
 
 export interface MonitorProcess extends ProcessEntry {
-  calls: MonitorCall[]
   is_64bit: boolean
-  /** Calls seen beyond the kept ones (counted in apistats and summary, absent from calls). */
-  calls_dropped: number
+  /** Its pid was taken already (by another log, or Aviary's analyzer log): its calls were not stored. */
+  ignored: boolean
   summary: Map<string, Set<string>>
   apistats: Record<string, number>
 }
@@ -49,8 +50,10 @@ export interface MonitorLog {
 }
 
 export interface MonitorLogOptions {
-  /** Calls kept per process (default DEFAULT_MAX_CALLS). */
-  maxCalls?: number
+  /** Where the calls go (each process's first ones up to the store's cap). */
+  store: CallsStoreWriter
+  /** Pids already reported; a process of this log with one of them is `ignored`. The log's own are added. */
+  taken: Set<number>
   /** Where `buffer` messages go (the analysis folder's buffer/), or null to not keep them. */
   bufferDir?: string | null
 }
@@ -79,7 +82,7 @@ function newProcess(args: Record<string, unknown>, tid: number): MonitorProcess 
     modules: Array.isArray(args.modules) ? args.modules : [],
     calls: [],
     is_64bit: Boolean(args.is_64bit),
-    calls_dropped: 0,
+    ignored: false,
     summary: new Map(),
     apistats: {},
     tid,
@@ -230,26 +233,31 @@ async function* walk(path: string, bufferDir: string | null, out: MonitorLog): A
   if (unknownIndexes > 0) out.notes.push(`${path}: ${unknownIndexes} message(s) with an API index never declared by an info message`)
 }
 
-/** Default calls kept per process: about 3 KiB of memory each (bench/behavior.bench.mjs). */
-export const DEFAULT_MAX_CALLS = 10_000
-
-/** Parses one monitor BSON log: processes with their first `maxCalls` calls, full summary and apistats. */
-export async function parseMonitorLog(path: string, options: MonitorLogOptions = {}): Promise<MonitorLog> {
-  const maxCalls = options.maxCalls ?? DEFAULT_MAX_CALLS
+/** Parses one monitor BSON log: processes with their full summary and apistats; calls go to the store. */
+export async function parseMonitorLog(path: string, options: MonitorLogOptions): Promise<MonitorLog> {
   const out: MonitorLog = { processes: [], anomalies: [], actions: [], debug: [], notes: [] }
+  const registered = new Set<MonitorProcess>()
+  const register = (p: MonitorProcess): void => {
+    if (registered.has(p)) return
+    registered.add(p)
+    if (options.taken.has(p.pid)) p.ignored = true
+    else options.taken.add(p.pid)
+  }
   let handlesOf: MonitorProcess | null = null
   let handles = new Map<string, string>()
   for await (const [proc, call] of walk(path, options.bufferDir ?? null, out)) {
     if (handlesOf !== proc) {
       handlesOf = proc
       handles = new Map()
+      register(proc)
     }
+    if (proc.ignored) continue
     proc.apistats[call.api] = (proc.apistats[call.api] ?? 0) + 1
     summarize(proc, handles, call)
-    if (proc.calls.length < maxCalls) proc.calls.push(call)
-    else proc.calls_dropped++
+    if (options.store.add(proc.pid, call)) await options.store.drain()
   }
-  for (const p of out.processes) if (p.calls_dropped > 0) out.notes.push(`pid ${p.pid}: ${p.calls_dropped} call(s) beyond the ${maxCalls} kept`)
+  // A process without calls still takes its pid.
+  for (const p of out.processes) register(p)
   return out
 }
 
