@@ -1,8 +1,9 @@
 // One analysis inside the guest: find the sample, start it with its package (under strace where
-// available), watch its process tree, files and connections until the tree ends or the timeout
-// passes, optionally kill what is left, then upload dropped files and logs/behavior.jsonl.
+// available, its output streamed to the host as logs/strace.log: strace-run.ts), watch its process
+// tree, files and connections until the tree ends or the timeout passes, optionally kill what is
+// left, then upload dropped files and logs/behavior.jsonl.
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, lstatSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, lstatSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
 import { which } from '../exec.js'
@@ -15,7 +16,8 @@ import type { Monitor } from './monitor.js'
 import { uploadFile, type NetlogLog } from './netlog.js'
 import { choosePackage, launchFor } from './packages.js'
 import { ProcMonitor } from './proc-monitor.js'
-import { parseStrace, type StraceResult } from './strace-log.js'
+import type { StraceResult } from './strace-log.js'
+import { startStrace } from './strace-run.js'
 import { windowsMonitor } from './windows-monitor.js'
 import { trustProxyCa } from './trust.js'
 
@@ -106,8 +108,7 @@ function mergeProcesses(polled: ProcessRecord[], traced: ProcessRecord[]): Proce
 
 function fileRecords(before: Snapshot, after: Snapshot, traced: StraceResult | null, started: number, exclude: string[]): FileRecord[] {
   const now = Date.now()
-  const lastPid = new Map<string, number>()
-  for (const e of traced?.files ?? []) lastPid.set(e.path, e.pid)
+  const lastPid = traced?.lastPid ?? new Map<string, number>()
   const out: FileRecord[] = diffSnapshots(before, after).map((c) => {
     const r: FileRecord = { type: 'file', op: c.op, path: c.path, time: after.get(c.path)?.mtimeMs ?? now }
     const pid = lastPid.get(c.path)
@@ -152,7 +153,6 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   const launch = launchFor(platform, pkg, target, conf.options)
   log.info(`target ${target}, package ${launch.package}`)
 
-  const traceFile = join(analyzerDir, 'strace.log')
   const exclude = [resolve(analyzerDir)]
   const sampleDir = conf.category === 'url' ? null : dirname(target)
   const folders = watchedFolders(platform, sampleDir)
@@ -162,13 +162,12 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   log.info(`watching ${folders.join(', ')} (${before.size} files, listed in ${Date.now() - t0} ms)`)
 
   const strace = platform === 'linux' && conf.options.get('strace') !== '0' ? which(['strace']) : null
+  // strace's output streams to the result server (logs/strace.log) while the sample runs.
+  const trace = strace !== null ? startStrace(strace, conf, analyzerDir, log) : null
   // Windows: the helper watches before the sample starts, so that no early child is missed.
   const winMon = platform === 'windows' ? windowsMonitor(analyzerDir) : null
   const monitors = [winMon?.kind ?? 'proc', 'files', ...(strace !== null ? ['strace'] : [])]
-  const [file, args] =
-    strace !== null
-      ? [strace, ['-f', '-ttt', '-yy', '-s', '1024', '-e', 'trace=process,file,network', '-o', traceFile, '--', launch.file, ...launch.args]]
-      : [launch.file, launch.args]
+  const [file, args] = trace !== null ? [trace.file, [...trace.args, '--', launch.file, ...launch.args]] : [launch.file, launch.args]
   const untrust = trustProxyCa(analyzerDir, conf.run, log)
   // Also when the analysis fails on the way: the CA never outlives the run.
   if (untrust !== null) process.once('exit', untrust)
@@ -197,6 +196,7 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     })
   })
   let rootRunning = spawned
+  trace?.started(spawned ? child : null)
   child.once('exit', (code) => {
     rootRunning = false
     winMon?.rootExited(code)
@@ -235,8 +235,8 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   untrust?.()
 
   let traced: StraceResult | null = null
-  if (strace !== null && existsSync(traceFile)) {
-    traced = parseStrace(readFileSync(traceFile, 'utf8'))
+  if (trace !== null) {
+    traced = await trace.finish()
     const first = traced.processes[0]
     if (first !== undefined && traced.startError === null) first.ppid = process.pid
     if (traced.startError !== null) {
