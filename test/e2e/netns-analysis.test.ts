@@ -15,6 +15,7 @@ import { startNetnsAnalysisNode } from '../guests/netns-analysis-node'
 import type { Harness } from '../service-harness'
 import { waitForTask, stages, submitFile } from './e2e-helpers'
 import { missingConsumerFields } from '../cuckoo-report-fields'
+import { schemaProblems } from '../report-contract'
 
 const SAMPLE = `#!/bin/sh
 # resolves a name, fetches a URL, writes a file and starts a child process
@@ -110,8 +111,9 @@ describe('an analysis on a netns guest (physical driver, aviary agent)', () => {
     expect(await html.text()).toMatch(/evil\.example\.com/)
   })
 
-  it('has every field Cuckoo report consumers read, and every report route serves it', async () => {
+  it('fits the report schema, has every field Cuckoo report consumers read, and every report route serves it', async () => {
     const { body } = await h.json<Record<string, Record<string, unknown>>>(`/tasks/report/${taskId}`)
+    expect(schemaProblems(body)).toEqual([])
     expect(missingConsumerFields(body, 'file')).toEqual([])
     expect((body.signatures as unknown as { name: string }[]).map((s) => s.name)).toContain('starts_shell')
     expect(body.info!.score).toBeGreaterThan(0)
