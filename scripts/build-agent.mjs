@@ -19,7 +19,7 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const SENTINEL_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
 const WIN_NODE_VERSION = '20.20.2'
 
-const HELPER_SOURCES = ['winmon.c', 'winreg.c', 'winmon.h'].map((f) => join(root, 'src/agent/windows-helper', f))
+const HELPER_SOURCES = ['winmon.c', 'winout.c', 'winconn.c', 'winreg.c', 'winmon.h'].map((f) => join(root, 'src/agent/windows-helper', f))
 export const WINDOWS_HELPER = 'aviary-winmon.exe'
 const MINGW = 'x86_64-w64-mingw32-gcc'
 

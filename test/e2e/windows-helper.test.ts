@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildSample, wineEnv, wineTemplate } from '../guests/wine-guest'
+import { buildSample, wineLeftAfter, wineEnv, wineTemplate } from '../guests/wine-guest'
 
 const run = promisify(execFile)
 const HELPER = path.resolve(__dirname, '../../out/cli/analyzer/aviary-winmon.exe')
@@ -50,6 +50,8 @@ describe('aviary-winmon under Wine, fed by a hostile sample', () => {
   afterAll(async () => {
     if (prefix) await run('wineserver', ['-k'], { env: wineEnv(prefix) }).catch(() => undefined)
     rmSync(dir, { recursive: true, force: true })
+    // No wineserver or Windows program of this prefix outlives the test.
+    if (dir) expect(await wineLeftAfter(5000, dir)).toEqual([])
   })
 
   it('writes only valid JSON lines, from hello to bye', () => {

@@ -15,7 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildSample, createWineGuest, leftoverWine, type WineGuest } from '../guests/wine-guest'
+import { buildSample, createWineGuest, wineLeftAfter, type WineGuest } from '../guests/wine-guest'
 import { startHarness, type Harness } from '../service-harness'
 import { submitFile, waitForTask } from './e2e-helpers'
 
@@ -74,7 +74,7 @@ describe('Windows guests on Wine (physical machine, Aviary\'s Windows agent)', (
     await guest?.close()
     rmSync(samples, { recursive: true, force: true })
     // Every Wine process of the test bed (wineserver included) is gone with its guest.
-    expect(leftoverWine()).toEqual([])
+    expect(await wineLeftAfter(5000)).toEqual([])
   }, 60_000)
 
   const procs = (name: string): Proc[] => reports[name]?.behavior.processes ?? []

@@ -183,10 +183,13 @@ export async function createWineGuest(o: { index: number; prefix: string }): Pro
   return { ...guest, prefix, driveC: path.join(prefix, 'drive_c'), agentLog, close }
 }
 
-/** Pids of Wine processes (wineserver and Windows programs) of this fixture's guests still running. */
-export function leftoverWine(): number[] {
+/**
+ * Pids of Wine processes (wineserver and Windows programs) still running with a prefix under
+ * `under` (default: this fixture's guests).
+ */
+export function leftoverWine(under = path.join(CACHE, 'guests')): number[] {
   const out: number[] = []
-  const mark = Buffer.from(`WINEPREFIX=${path.join(CACHE, 'guests')}/`)
+  const mark = Buffer.from(`WINEPREFIX=${under}/`)
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue
     try {
@@ -196,6 +199,17 @@ export function leftoverWine(): number[] {
     }
   }
   return out
+}
+
+/** leftoverWine(under), after waiting up to `ms` for processes that were just told to end. */
+export async function wineLeftAfter(ms: number, under?: string): Promise<number[]> {
+  const deadline = Date.now() + ms
+  let left = leftoverWine(under)
+  while (left.length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100))
+    left = leftoverWine(under)
+  }
+  return left
 }
 
 /** Builds a test sample from test/fixtures/windows-samples with mingw-w64 into `outDir`. */

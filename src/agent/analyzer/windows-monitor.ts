@@ -147,7 +147,9 @@ export class HelperMonitor implements WindowsMonitor {
 
   alive(): number[] {
     const tree = this.tree()
-    const live = tree.filter((p) => p.exited === null).map((p) => p.pid)
+    // A helper that died (a sample may end it) reports no more exits: the OS is asked instead.
+    const gone = this.child === null || this.child.exitCode !== null || this.child.signalCode !== null
+    const live = tree.filter((p) => p.exited === null && (!gone || pidAlive(p.pid))).map((p) => p.pid)
     if (live.length > 0) return live
     // Nothing known alive: until the grace has passed since the last end (or since the start,
     // before the helper has even seen the root), a child may still be reported.
@@ -228,6 +230,15 @@ export class HelperMonitor implements WindowsMonitor {
         return
       default:
     }
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 

@@ -27,132 +27,12 @@
  * ~300 ms of CPU per poll on Windows.
  */
 #include "winmon.h"
-#include <iphlpapi.h>
 #include <tlhelp32.h>
 #include <winternl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
-
-/* ---- output ---------------------------------------------------------------------------- */
-
-static HANDLE hout;
-static char *obuf;
-static size_t olen, ocap;
-
-static void flush_out(void)
-{
-  size_t off = 0;
-  while (off < olen) {
-    DWORD n = 0;
-    if (!WriteFile(hout, obuf + off, (DWORD)(olen - off), &n, NULL) || n == 0) ExitProcess(3); /* reader gone */
-    off += n;
-  }
-  olen = 0;
-}
-
-static void put(const char *s, size_t n)
-{
-  if (olen + n > ocap) {
-    size_t cap = ocap ? ocap : 65536;
-    while (cap < olen + n) cap *= 2;
-    char *p = realloc(obuf, cap);
-    if (p == NULL) ExitProcess(4);
-    obuf = p;
-    ocap = cap;
-  }
-  memcpy(obuf + olen, s, n);
-  olen += n;
-}
-
-static void puts_(const char *s) { put(s, strlen(s)); }
-
-long long now_ms(void)
-{
-  FILETIME ft;
-  GetSystemTimeAsFileTime(&ft);
-  ULONGLONG t = ((ULONGLONG)ft.dwHighDateTime << 32) | ft.dwLowDateTime;
-  return (long long)(t / 10000ULL) - 11644473600000LL;
-}
-
-static long long filetime_ms(const FILETIME *ft)
-{
-  ULONGLONG t = ((ULONGLONG)ft->dwHighDateTime << 32) | ft->dwLowDateTime;
-  return t == 0 ? 0 : (long long)(t / 10000ULL) - 11644473600000LL;
-}
-
-void out_begin(const char *type)
-{
-  if (olen > (1u << 20)) flush_out();
-  puts_("{\"t\":\"");
-  puts_(type);
-  puts_("\"");
-}
-
-void out_key(const char *key)
-{
-  puts_(",\"");
-  puts_(key);
-  puts_("\":");
-}
-
-void out_num(const char *key, long long v)
-{
-  char b[32];
-  out_key(key);
-  snprintf(b, sizeof b, "%lld", v);
-  puts_(b);
-}
-
-void out_null(const char *key) { out_key(key); puts_("null"); }
-void out_bool(const char *key, int v) { out_key(key); puts_(v ? "true" : "false"); }
-void out_end(void) { puts_("}\n"); }
-
-/* Plain ASCII from this program (addresses, fixed words): nothing to escape. */
-void out_astr(const char *key, const char *s)
-{
-  out_key(key);
-  puts_("\"");
-  puts_(s);
-  puts_("\"");
-}
-
-static void put_cp(unsigned c)
-{
-  char b[8];
-  if (c == '"' || c == '\\') { b[0] = '\\'; b[1] = (char)c; put(b, 2); }
-  else if (c < 0x20 || c == 0x7f) { snprintf(b, sizeof b, "\\u%04x", c); put(b, 6); }
-  else if (c < 0x80) { b[0] = (char)c; put(b, 1); }
-  else if (c < 0x800) { b[0] = (char)(0xC0 | (c >> 6)); b[1] = (char)(0x80 | (c & 0x3F)); put(b, 2); }
-  else if (c < 0x10000) {
-    b[0] = (char)(0xE0 | (c >> 12)); b[1] = (char)(0x80 | ((c >> 6) & 0x3F)); b[2] = (char)(0x80 | (c & 0x3F)); put(b, 3);
-  } else {
-    b[0] = (char)(0xF0 | (c >> 18)); b[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    b[2] = (char)(0x80 | ((c >> 6) & 0x3F)); b[3] = (char)(0x80 | (c & 0x3F)); put(b, 4);
-  }
-}
-
-void out_wstr(const char *key, const WCHAR *s, size_t units, size_t max)
-{
-  int cut = 0;
-  out_key(key);
-  puts_("\"");
-  for (size_t i = 0; i < units; i++) {
-    if (i >= max) { cut = 1; break; }
-    unsigned c = s[i];
-    if (c >= 0xD800 && c <= 0xDBFF) {
-      if (i + 1 < units && s[i + 1] >= 0xDC00 && s[i + 1] <= 0xDFFF) {
-        if (i + 1 >= max) { cut = 1; break; }
-        c = 0x10000 + ((c - 0xD800) << 10) + (s[i + 1] - 0xDC00u);
-        i++;
-      } else c = 0xFFFD; /* a lone surrogate is not text */
-    } else if (c >= 0xDC00 && c <= 0xDFFF) c = 0xFFFD;
-    put_cp(c);
-  }
-  puts_("\"");
-  if (cut) { puts_(",\""); puts_(key); puts_("_truncated\":true"); }
-}
 
 /* ---- processes ------------------------------------------------------------------------- */
 
@@ -428,136 +308,12 @@ static void poll_processes(void)
   }
 }
 
-static int tracked_pid(DWORD pid) { return lookup(pid) >= 0; }
+int tracked_pid(DWORD pid) { return lookup(pid) >= 0; }
 
-/* ---- connections ----------------------------------------------------------------------- */
-
-#define MAX_CONNS 4096
-static ULONGLONG conn_seen[MAX_CONNS * 2];
-static int nconns, said_conns_limit;
-
-static int conn_new(ULONGLONG key)
-{
-  if (key == 0) key = 1;
-  unsigned s = (unsigned)(key % (MAX_CONNS * 2));
-  while (conn_seen[s] != 0) {
-    if (conn_seen[s] == key) return 0;
-    s = (s + 1) % (MAX_CONNS * 2);
-  }
-  if (nconns >= MAX_CONNS) {
-    if (!said_conns_limit) { out_begin("limit"); out_astr("what", "connections"); out_num("max", MAX_CONNS); out_end(); }
-    said_conns_limit = 1;
-    return 0;
-  }
-  conn_seen[s] = key;
-  nconns++;
-  return 1;
-}
-
-static ULONGLONG fnv(ULONGLONG h, const void *p, size_t n)
-{
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
-  return h;
-}
-
-static void *tcp_table(ULONG family)
-{
-  DWORD size = 0;
-  void *t = NULL;
-  for (int tries = 0; tries < 4; tries++) {
-    DWORD r = GetExtendedTcpTable(t, &size, FALSE, family, TCP_TABLE_OWNER_PID_ALL, 0);
-    if (r == NO_ERROR) return t;
-    free(t);
-    t = NULL;
-    if (r != ERROR_INSUFFICIENT_BUFFER || size > (8u << 20)) return NULL;
-    t = malloc(size);
-    if (t == NULL) return NULL;
-  }
-  free(t);
-  return NULL;
-}
-
-static void emit_conn(const void *src, const void *dst, int family, unsigned sport, unsigned dport, DWORD pid)
-{
-  char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
-  ULONGLONG key = 14695981039346656037ULL;
-  size_t alen = family == AF_INET ? 4 : 16;
-  key = fnv(key, src, alen); key = fnv(key, dst, alen);
-  key = fnv(key, &sport, sizeof sport); key = fnv(key, &dport, sizeof dport); key = fnv(key, &pid, sizeof pid);
-  if (!conn_new(key)) return;
-  if (inet_ntop(family, (void *)src, s, sizeof s) == NULL || inet_ntop(family, (void *)dst, d, sizeof d) == NULL) return;
-  out_begin("connection");
-  out_astr("proto", "tcp");
-  out_astr("src", s);
-  out_num("sport", sport);
-  out_astr("dst", d);
-  out_num("dport", dport);
-  out_num("pid", pid);
-  out_num("time", now_ms());
-  out_end();
-}
-
-/* Rows of the last tables the connection thread read (NULL: none new since the last look). */
-static CRITICAL_SECTION conn_lock;
-static MIB_TCPTABLE_OWNER_PID *ready4;
-static MIB_TCP6TABLE_OWNER_PID *ready6;
-
-static void emit_tables(MIB_TCPTABLE_OWNER_PID *t4, MIB_TCP6TABLE_OWNER_PID *t6)
-{
-  for (DWORD i = 0; t4 != NULL && i < t4->dwNumEntries; i++) {
-    MIB_TCPROW_OWNER_PID *r = &t4->table[i];
-    if (r->dwState == MIB_TCP_STATE_LISTEN || r->dwRemotePort == 0 || !tracked_pid(r->dwOwningPid)) continue;
-    emit_conn(&r->dwLocalAddr, &r->dwRemoteAddr, AF_INET, ntohs((u_short)r->dwLocalPort), ntohs((u_short)r->dwRemotePort), r->dwOwningPid);
-  }
-  for (DWORD i = 0; t6 != NULL && i < t6->dwNumEntries; i++) {
-    MIB_TCP6ROW_OWNER_PID *r = &t6->table[i];
-    if (r->dwState == MIB_TCP_STATE_LISTEN || r->dwRemotePort == 0 || !tracked_pid(r->dwOwningPid)) continue;
-    emit_conn(r->ucLocalAddr, r->ucRemoteAddr, AF_INET6, ntohs((u_short)r->dwLocalPort), ntohs((u_short)r->dwRemotePort), r->dwOwningPid);
-  }
-  free(t4);
-  free(t6);
-}
-
-/* What the connection thread read since the last call (with `now`, reads the tables here instead). */
-static void poll_connections(int now)
-{
-  EnterCriticalSection(&conn_lock);
-  MIB_TCPTABLE_OWNER_PID *t4 = ready4;
-  MIB_TCP6TABLE_OWNER_PID *t6 = ready6;
-  ready4 = NULL;
-  ready6 = NULL;
-  LeaveCriticalSection(&conn_lock);
-  emit_tables(t4, t6);
-  if (now) emit_tables(tcp_table(AF_INET), tcp_table(AF_INET6));
-}
-
-static HANDLE stop_event;
-static long conn_every = 100;
-
-/*
- * The tables are read on their own thread: under Wine one GetExtendedTcpTable takes 0.7-1 s (it
- * walks /proc to find each socket's owner), which would otherwise stall the process polling.
- * On Windows it takes about a millisecond.
- */
-static DWORD WINAPI connection_thread(LPVOID arg)
-{
-  (void)arg;
-  do {
-    MIB_TCPTABLE_OWNER_PID *t4 = tcp_table(AF_INET);
-    MIB_TCP6TABLE_OWNER_PID *t6 = tcp_table(AF_INET6);
-    EnterCriticalSection(&conn_lock);
-    /* Tables not looked at yet are replaced by the newer ones. */
-    free(ready4);
-    free(ready6);
-    ready4 = t4;
-    ready6 = t6;
-    LeaveCriticalSection(&conn_lock);
-  } while (WaitForSingleObject(stop_event, (DWORD)conn_every) == WAIT_TIMEOUT);
-  return 0;
-}
 
 /* ---- main loop ------------------------------------------------------------------------- */
+
+static HANDLE stop_event;
 
 static DWORD WINAPI watch_stdin(LPVOID arg)
 {
@@ -580,7 +336,7 @@ static long arg_num(const WCHAR *v, long lo, long hi, long dflt)
 int wmain(int argc, WCHAR **argv)
 {
   DWORD parent = 0;
-  long interval = 25, reg_every = 200, deep_every = 1000;
+  long interval = 25, conn_every = 100, reg_every = 200, deep_every = 1000;
   int use_stdin = 0, registry = 1;
   const WCHAR *out_path = NULL;
   for (int i = 1; i < argc; i++) {
@@ -596,10 +352,11 @@ int wmain(int argc, WCHAR **argv)
     else { fwprintf(stderr, L"aviary-winmon: unknown argument %ls\n", a); return 2; }
   }
   if (parent == 0) { fwprintf(stderr, L"aviary-winmon: --parent PID is required\n"); return 2; }
-  hout = out_path != NULL
+  HANDLE hout = out_path != NULL
     ? CreateFileW(out_path, GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL)
     : GetStdHandle(STD_OUTPUT_HANDLE);
   if (hout == INVALID_HANDLE_VALUE || hout == NULL) { fwprintf(stderr, L"aviary-winmon: cannot open the output\n"); return 2; }
+  out_set(hout);
 
   self_pid = GetCurrentProcessId();
   ntqip = (NtQip)(void *)GetProcAddress(GetModuleHandleW(L"ntdll.dll"), "NtQueryInformationProcess");
@@ -613,7 +370,6 @@ int wmain(int argc, WCHAR **argv)
   track(parent, ph, created_of(ph));
   stop_event = CreateEventW(NULL, TRUE, FALSE, NULL);
   if (use_stdin) CreateThread(NULL, 0, watch_stdin, NULL, 0, NULL);
-  InitializeCriticalSection(&conn_lock);
   if (registry) reg_init();
 
   out_begin("hello");
@@ -622,9 +378,9 @@ int wmain(int argc, WCHAR **argv)
   out_num("parent", parent);
   out_num("time", now_ms());
   out_end();
-  flush_out();
+  out_flush();
 
-  HANDLE conn_thread = CreateThread(NULL, 0, connection_thread, NULL, 0, NULL);
+  HANDLE conn_thread = conn_start(stop_event, conn_every);
   long long next_reg = now_ms() + reg_every, next_deep = now_ms() + deep_every;
   for (;;) {
     HANDLE waits[2] = { stop_event, ph };
@@ -640,7 +396,7 @@ int wmain(int argc, WCHAR **argv)
       if (deep) next_deep = t + deep_every;
     }
     if (last) break;
-    flush_out();
+    out_flush();
   }
   /* One last read of the tables, by the thread (it may be in the middle of one). */
   SetEvent(stop_event);
@@ -648,6 +404,6 @@ int wmain(int argc, WCHAR **argv)
   out_begin("bye");
   out_num("time", now_ms());
   out_end();
-  flush_out();
+  out_flush();
   return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * aviary-winmon: the Windows guest's process, connection and registry monitor (see winmon.c).
- * Shared between winmon.c (processes, connections, output, main loop) and winreg.c (registry).
+ * Shared by winmon.c (processes, main loop), winout.c (output), winconn.c (connections) and
+ * winreg.c (registry).
  */
 #ifndef AVIARY_WINMON_H
 #define AVIARY_WINMON_H
@@ -32,8 +33,21 @@ void out_astr(const char *key, const char *s);
 void out_wstr(const char *key, const WCHAR *s, size_t units, size_t max);
 void out_end(void);
 
-/* Milliseconds since the Unix epoch. */
+void out_set(HANDLE h);
+/* Writes what was collected; exits the process when the reader is gone. */
+void out_flush(void);
+
+/* Milliseconds since the Unix epoch (of a FILETIME: 0 for 0). */
 long long now_ms(void);
+long long filetime_ms(const FILETIME *ft);
+
+/* Processes (winmon.c): is `pid` one of the followed processes? */
+int tracked_pid(DWORD pid);
+
+/* Connections (winconn.c): a thread reading the TCP tables every `every` ms until `stop` is set. */
+HANDLE conn_start(HANDLE stop, long every);
+/* Writes the connections of the tables read since the last call (`now`: reads them here). */
+void poll_connections(int now);
 
 /* Registry (winreg.c): the first scan is the baseline; later scans write `registry` lines. */
 void reg_init(void);
