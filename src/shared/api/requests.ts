@@ -103,3 +103,21 @@ export const Md5Params = Type.Object({ md5: allowed(Type.String({ pattern: '^[0-
 export const Sha256Params = Type.Object({ sha256: allowed(Type.String({ pattern: '^[0-9a-fA-F]{64}$', examples: ['e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'] }), '64 hex digits') })
 export const FileIdParams = Type.Object({ id: allowed(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), 'a whole number from 1') })
 export const MachineNameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 255 }) })
+
+export const CallsParams = Type.Object({
+  id: Id('task id'),
+  pid: allowed(Type.Integer({ minimum: 0, maximum: 4294967295, description: 'a pid that GET /aviary/tasks/{id}/calls lists', examples: [1234] }),
+    'a process id that /aviary/tasks/{id}/calls lists')
+})
+const NAMES = '^[A-Za-z0-9_.:@?$-]{1,128}(?:,[A-Za-z0-9_.:@?$-]{1,128}){0,63}$'
+export const CallsQuery = Type.Object({
+  offset: Type.Optional(allowed(Type.Integer({ minimum: 0, maximum: 4294967295, description: 'calls (matching the filter) to skip' }), 'a whole number from 0')),
+  limit: Type.Optional(allowed(Type.Integer({ minimum: 1, maximum: 1000, description: 'calls to return (default 200)' }), 'a whole number from 1 to 1000')),
+  category: Type.Optional(allowed(Type.String({ maxLength: 2048, pattern: NAMES, description: 'only calls of these categories', examples: ['file,network'] }),
+    'category names separated by commas, such as file,network')),
+  api: Type.Optional(allowed(Type.String({ maxLength: 8192, pattern: NAMES, description: 'only calls of these APIs', examples: ['openat,connect'] }),
+    'API names separated by commas, such as openat,connect')),
+  q: Type.Optional(allowed(Type.String({ maxLength: 200, description: 'text looked for (any case) in the API, the argument values and the return value' }),
+    'text of at most 200 characters'))
+})
+export type CallsQuery = Static<typeof CallsQuery>

@@ -139,3 +139,40 @@ export type TimelineEntry = Static<typeof TimelineEntry>
 
 export const ErrorBody = Type.Object({ message: Type.String() })
 export type ErrorBody = Static<typeof ErrorBody>
+
+/** A process with calls (GET /aviary/tasks/{id}/calls). Counts per category and API are of its kept calls. */
+export const CallsProcess = Type.Object({
+  pid: Type.Integer(),
+  process_name: Type.String(),
+  calls: Type.Integer({ minimum: 0, description: 'calls kept, and so pageable' }),
+  dropped: Type.Integer({ minimum: 0, description: 'calls seen beyond the per-process cap: counted, not kept' }),
+  categories: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), { description: 'category → kept calls' }),
+  apis: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), { description: 'API → kept calls' })
+})
+export type CallsProcess = Static<typeof CallsProcess>
+
+export const CallsListing = Type.Object({ task_id: Type.Integer(), processes: Type.Array(CallsProcess) })
+export type CallsListing = Static<typeof CallsListing>
+
+/** One call of a page, Cuckoo's keys plus its position among the process's kept calls. */
+export const CallItem = Type.Object({
+  index: Type.Integer({ minimum: 0, description: 'position among the process\'s kept calls' }),
+  category: Type.String(),
+  api: Type.String(),
+  arguments: Type.Record(Type.String(), Type.Unknown()),
+  return_value: Type.Unknown(),
+  status: Type.Unknown({ description: '1/0 (or a boolean): whether the call succeeded' }),
+  time: Type.Number({ description: 'epoch seconds' }),
+  tid: Type.Integer(),
+  errno: Type.Optional(Type.String({ description: 'Linux: the error of a failed system call, such as ENOENT' }))
+})
+export type CallItem = Static<typeof CallItem>
+
+export const CallsPage = Type.Object({
+  task_id: Type.Integer(),
+  pid: Type.Integer(),
+  total: Type.Integer({ minimum: 0, description: 'calls matching the filter' }),
+  offset: Type.Integer({ minimum: 0 }),
+  calls: Type.Array(CallItem)
+})
+export type CallsPage = Static<typeof CallsPage>
