@@ -62,4 +62,23 @@ export interface SignatureRule {
   /** MITRE ATT&CK technique ids (attack.ts names them); the report's `ttp` is built from these. */
   ttp: readonly string[]
   run(report: Record<string, unknown>, mark: Marker): void
+  /**
+   * Evidence in the processes' calls (Cuckoo's `on_call`): `onCall` sees each call whose api is in
+   * `apis`, of every process, in order. The engine reads the calls once for all rules, from the
+   * calls store a page at a time, and skips processes whose apistats show none of the apis.
+   */
+  calls?: {
+    apis: readonly string[]
+    onCall(call: CallView, pid: number, index: number, mark: Marker): void
+  }
+}
+
+/** A call as onCall sees it (behavior.processes[].calls[]: Cuckoo's keys). */
+export interface CallView {
+  api: string
+  category: string
+  arguments: Record<string, unknown>
+  return_value: unknown
+  status: unknown
+  [key: string]: unknown
 }

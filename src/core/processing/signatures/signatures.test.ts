@@ -17,9 +17,17 @@ function clean(): Report {
     strings: ['hello world', 'GetProcAddress'],
     behavior: {
       // The package started the script with the shell: that shell is not the sample starting one.
-      processes: [{ pid: 100, ppid: 1, process_name: 'sh', process_path: '/bin/sh', command_line: '/bin/sh /tmp/invoice.sh', calls: [] }],
+      processes: [{ pid: 100, ppid: 1, process_name: 'sh', process_path: '/bin/sh', command_line: '/bin/sh /tmp/invoice.sh', calls: [
+        { api: 'execve', category: 'process', arguments: { filepath: '/bin/sh', argv: ['/bin/sh', '/tmp/invoice.sh'], environment: ['PATH=/usr/bin:/bin', 'HOME=/root', 'LANG=C'] }, return_value: 0, status: 1 },
+        { api: 'openat', category: 'file', arguments: { filepath: '/etc/passwd', oflag: 'O_RDONLY|O_CLOEXEC' }, return_value: 3, status: 1 },
+        { api: 'ptrace', category: 'process', arguments: { request: 'PTRACE_PEEKDATA', pid: 101 }, return_value: 0, status: 1 }
+      ] }],
       processtree: [],
-      summary: { file_created: ['/home/user/notes.txt'], file_deleted: ['/home/user/old.txt'], command_line: ['/bin/sh /tmp/invoice.sh'], connects_ip: ['93.184.216.34', '8.8.8.8'] }
+      apistats: { 100: { execve: 1, openat: 1, ptrace: 1 } },
+      // What any shell script reads and writes: its libraries, the user database, a file of its own.
+      summary: { file_created: ['/home/user/notes.txt'], file_deleted: ['/home/user/old.txt'], command_line: ['/bin/sh /tmp/invoice.sh'], connects_ip: ['93.184.216.34', '8.8.8.8'],
+        file_read: ['/etc/ld.so.cache', '/lib/x86_64-linux-gnu/libc.so.6', '/etc/passwd', '/etc/nsswitch.conf', '/home/user/.ssh/known_hosts', '/home/user/.bashrc'],
+        file_written: ['/home/user/notes.txt', '/tmp/crontab.txt'] }
     },
     network: {
       hosts: ['93.184.216.34'],
@@ -53,7 +61,19 @@ const FIRES: Record<string, (r: Report & { behavior: Report; network: Report }) 
   deletes_self: (r) => { ((r.behavior.summary as Report).file_deleted as string[]).push('/tmp/invoice.sh') },
   yara_match: (r) => { ((r.dropped as Report[])[0] as Report).yara = [{ name: 'Mirai_Botnet', meta: { author: 'x' }, strings: [], offsets: {} }] },
   suspicious_http: (r) => { (r.network.http as Report[]).push({ host: 'example.com', uri: '/a', method: 'GET', 'user-agent': 'python-requests/2.31' }) },
-  persistence_autorun: (r) => { ((r.behavior.summary as Report).file_created as string[]).push('/var/spool/cron/crontabs/root') },
+  persistence_autorun: (r) => { ((r.behavior.summary as Report).file_created as string[]).push('/etc/init.d/kworker') },
+  persistence_cron: (r) => { ((r.behavior.summary as Report).file_created as string[]).push('/var/spool/cron/crontabs/root') },
+  persistence_systemd: (r) => { ((r.behavior.summary as Report).file_written as string[]).push('/etc/systemd/system/dbus-update.service') },
+  persistence_shell_rc: (r) => { ((r.behavior.summary as Report).file_written as string[]).push('/home/user/.bashrc') },
+  ld_preload: (r) => {
+    ;(r.behavior.processes as Report[]).push({ pid: 104, ppid: 100, process_name: 'ls', process_path: '/bin/ls', command_line: 'ls', calls: [
+      { api: 'execve', category: 'process', arguments: { filepath: '/bin/ls', argv: ['ls'], environment: ['PATH=/usr/bin', 'LD_PRELOAD=/tmp/.x/libhide.so'] }, return_value: 0, status: 1 }] })
+  },
+  antidebug_ptrace: (r) => {
+    ;(r.behavior.processes as Report[]).push({ pid: 105, ppid: 100, process_name: 'x', process_path: '/home/user/x', command_line: '/home/user/x', calls: [
+      { api: 'ptrace', category: 'process', arguments: { request: 'PTRACE_TRACEME', pid: 0 }, return_value: -1, status: 0, errno: 'EPERM' }] })
+  },
+  reads_credentials: (r) => { ((r.behavior.summary as Report).file_read as string[]).push('/etc/shadow') },
   packed_section: (r) => { ((r.static as Report).pe_sections as Report[]).push({ name: 'UPX1', entropy: 7.91, size_of_data: '0x00010000' }) },
   runs_from_temp: (r) => { (r.behavior.processes as Report[]).push({ pid: 102, ppid: 100, process_name: 'kworkerd', process_path: '/tmp/.x/kworkerd', command_line: '/tmp/.x/kworkerd' }) },
   process_injection: (r) => {
@@ -194,7 +214,7 @@ describe('rule details', () => {
     expect(fired(r, 'drops_executable')?.markcount).toBe(2)
   })
 
-  it('persistence_autorun: Run key, Startup folder, schtasks, systemctl enable, .bashrc', () => {
+  it('persistence_autorun: Run key, Startup folder, schtasks; Linux cron, systemd and shell files are the specific rules\' own', () => {
     const r = clean() as Report & { behavior: Report }
     const s = r.behavior.summary as Report
     s.regkey_written = ['HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\updater', 'HKEY_CURRENT_USER\\Software\\Classes\\x']
@@ -204,10 +224,52 @@ describe('rule details', () => {
     expect(sig?.marks.map((m) => (m as { ioc: string }).ioc)).toEqual([
       'HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\updater',
       'C:\\Users\\a\\AppData\\Roaming\\Microsoft\\Windows\\Start Menu\\Programs\\Startup\\u.lnk',
-      '/home/user/.bashrc',
-      'schtasks /Create /SC ONLOGON /TN u /TR c:\\u.exe',
-      'systemctl --user enable evil.service'
+      'schtasks /Create /SC ONLOGON /TN u /TR c:\\u.exe'
     ])
+    expect(fired(r, 'persistence_shell_rc')?.marks.map((m) => (m as { ioc: string }).ioc)).toEqual(['/home/user/.bashrc'])
+    expect(fired(r, 'persistence_systemd')?.marks.map((m) => (m as { ioc: string }).ioc)).toEqual(['systemctl --user enable evil.service'])
+    expect(fired(r, 'persistence_cron')).toBeUndefined() // crontab -l only lists
+  })
+
+  it('persistence_cron: cron files and crontab installing a file or stdin; listing, removing and reading are not', () => {
+    const r = clean() as Report & { behavior: Report }
+    const s = r.behavior.summary as Report
+    s.command_line = ['crontab -l', 'crontab -r', 'crontab -u root -l', 'cat /etc/crontab']
+    expect(fired(r, 'persistence_cron')).toBeUndefined()
+    s.command_line = ['crontab /tmp/c.txt', '/usr/bin/crontab -', 'crontab -u www-data /tmp/job']
+    ;(s.file_written as string[]).push('/etc/cron.d/0hourly-update')
+    expect(fired(r, 'persistence_cron')?.marks.map((m) => (m as { ioc: string }).ioc)).toEqual(['/etc/cron.d/0hourly-update', 'crontab /tmp/c.txt', '/usr/bin/crontab -', 'crontab -u www-data /tmp/job'])
+  })
+
+  it('ld_preload: /etc/ld.so.preload, an execve environment with LD_PRELOAD (a call mark), a command line setting it', () => {
+    const r = clean() as Report & { behavior: Report }
+    FIRES.ld_preload!(r as never)
+    ;((r.behavior.summary as Report).command_line as string[]).push('sh -c "LD_PRELOAD=/dev/shm/x.so /bin/ps"')
+    ;((r.behavior.summary as Report).file_written as string[]).push('/etc/ld.so.preload')
+    const sig = fired(r, 'ld_preload')!
+    expect(sig.marks).toEqual([
+      { type: 'ioc', category: 'file', ioc: '/etc/ld.so.preload', description: null },
+      { type: 'ioc', category: 'cmdline', ioc: 'sh -c "LD_PRELOAD=/dev/shm/x.so /bin/ps"', description: null },
+      { type: 'call', pid: 104, cid: 0, call: expect.objectContaining({ api: 'execve' }) }
+    ])
+    expect(Object.keys(sig.ttp)).toEqual(['T1574.006'])
+  })
+
+  it('antidebug_ptrace marks PTRACE_TRACEME calls only, and reads no calls of a process whose apistats lack ptrace', () => {
+    const r = clean() as Report & { behavior: Report }
+    FIRES.antidebug_ptrace!(r as never)
+    expect(fired(r, 'antidebug_ptrace')?.marks).toEqual([{ type: 'call', pid: 105, cid: 0, call: expect.objectContaining({ arguments: { request: 'PTRACE_TRACEME', pid: 0 } }) }])
+    // apistats say pid 105 made no ptrace call: its calls are not read.
+    ;(r.behavior.apistats as Report)[105] = { openat: 1 }
+    expect(fired(r, 'antidebug_ptrace')).toBeUndefined()
+  })
+
+  it('reads_credentials: shadow (T1003.008) and key files; passwd, known_hosts and libraries are not', () => {
+    const r = clean() as Report & { behavior: Report }
+    ;((r.behavior.summary as Report).file_read as string[]).push('/etc/shadow', '/root/.ssh/id_ed25519', '/home/user/.aws/credentials', 'C:\\Users\\a\\AppData\\Local\\Google\\Chrome\\User Data\\Default\\Login Data')
+    const sig = fired(r, 'reads_credentials')!
+    expect(sig.marks.map((m) => (m as { ioc: string }).ioc)).toEqual(['/etc/shadow', '/root/.ssh/id_ed25519', '/home/user/.aws/credentials', 'C:\\Users\\a\\AppData\\Local\\Google\\Chrome\\User Data\\Default\\Login Data'])
+    expect(Object.keys(sig.ttp).sort()).toEqual(['T1003.008', 'T1552.001'])
   })
 
   it('process_injection marks the write and the remote run as calls; writes into itself do not count', () => {

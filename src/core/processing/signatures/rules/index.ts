@@ -14,6 +14,10 @@ import { startsShell } from './starts-shell'
 import { suspiciousHttp } from './suspicious-http'
 import { vmDetectionStrings } from './vm-detection-strings'
 import { yaraMatch } from './yara-match'
+import { persistenceCron, persistenceShellRc, persistenceSystemd } from './linux-persistence'
+import { ldPreload } from './ld-preload'
+import { antidebugPtrace } from './antidebug-ptrace'
+import { readsCredentials } from './reads-credentials'
 
 export const RULES: readonly SignatureRule[] = [
   dropsExecutable,
@@ -28,5 +32,11 @@ export const RULES: readonly SignatureRule[] = [
   packedSection,
   runsFromTemp,
   vmDetectionStrings,
-  processInjection
+  processInjection,
+  persistenceCron,
+  persistenceSystemd,
+  persistenceShellRc,
+  ldPreload,
+  antidebugPtrace,
+  readsCredentials
 ]

@@ -1,7 +1,8 @@
 // Fires when the sample sets itself up to run again after a reboot or log-on: Windows Run/RunOnce
-// keys, Winlogon and service keys, the Startup folder, scheduled tasks; on Linux cron, systemd units,
-// shell start-up files, rc.local/init.d and XDG autostart. Seen as written files or registry keys,
-// or as the command lines that create them (schtasks, reg add, crontab, systemctl enable).
+// keys, Winlogon and service keys, the Startup folder, scheduled tasks; on Linux rc.local/init.d
+// and XDG autostart (cron, systemd and shell start-up files have rules of their own,
+// linux-persistence.ts). Seen as written files or registry keys, or as the command lines that
+// create them (schtasks, reg add, sc create, update-rc.d).
 import type { SignatureRule } from '../signature'
 import { commandLines, summary, writtenPaths } from '../../../reporting/report-view'
 
@@ -15,22 +16,15 @@ const AUTORUN_KEYS = [
 const AUTORUN_FILES = [
   /\\start menu\\programs\\startup\\/i,
   /\\windows\\system32\\tasks\\/i,
-  /^\/etc\/(crontab|cron\.(d|hourly|daily|weekly|monthly)\/|anacrontab)/,
-  /^\/var\/spool\/cron\//,
-  /^\/(etc|lib|usr\/lib|run)\/systemd\/(system|user)\//,
-  /\/\.config\/systemd\/user\//,
   /\/\.config\/autostart\/[^/]+\.desktop$/,
   /^\/etc\/xdg\/autostart\//,
-  /\/\.(bashrc|bash_profile|bash_login|profile|zshrc|zprofile)$/,
-  /^\/etc\/(profile|bash\.bashrc|rc\.local|profile\.d\/|init\.d\/|ld\.so\.preload)/
+  /^\/etc\/(rc\.local|init\.d\/)/
 ]
 
 const AUTORUN_COMMANDS = [
   /\bschtasks(\.exe)?\s.*\/create\b/i,
   /\breg(\.exe)?\s+add\s.*\\currentversion\\run/i,
   /\bsc(\.exe)?\s+create\b/i,
-  /\bcrontab\b(?!\s+-l\b)/,
-  /\bsystemctl\s+(--user\s+)?enable\b/,
   /\bupdate-rc\.d\b.*\bdefaults\b/
 ]
 
