@@ -9,7 +9,8 @@
 //     deletes itself;
 //   - payload.dll, run by rundll32 with the task option function=Install;
 //   - script.bat;
-//   - quick.exe, a PE that exits at once (a clean run: the Windows signatures stay silent).
+//   - quick.exe (submitted as "quick start.exe"), a PE that exits at once (a clean run: the
+//     Windows signatures stay silent).
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -61,7 +62,8 @@ describe('Windows guests on Wine (physical machine, Aviary\'s Windows agent)', (
     ids.dropper = await submitFile(h, 'dropper.exe', readFileSync(files.dropper), { timeout: '60' })
     ids.dll = await submitFile(h, 'payload.dll', readFileSync(files.dll), { timeout: '60', options: 'function=Install,arguments=from-the-task' })
     ids.bat = await submitFile(h, 'script.bat', readFileSync(path.join(__dirname, '../fixtures/windows-samples/script.bat')), { timeout: '60' })
-    ids.quick = await submitFile(h, 'quick.exe', readFileSync(files.quick), { timeout: '60' })
+    // A blank in its name: the package must quote it, and the name must read back whole.
+    ids.quick = await submitFile(h, 'quick start.exe', readFileSync(files.quick), { timeout: '60' })
     for (const [name, id] of Object.entries(ids)) {
       await waitForTask(h, id, DONE, 240_000)
       const r = await h.json<Report>(`/tasks/report/${id}`)
@@ -158,9 +160,9 @@ describe('Windows guests on Wine (physical machine, Aviary\'s Windows agent)', (
     expect(dropped('bat')).toEqual(expect.arrayContaining(['bat.txt', 'bat-child.txt']))
   })
 
-  it('quick.exe: a PE that exits at once ends the run at once, and no Windows signature fires', () => {
+  it('quick start.exe: a PE that exits at once ends the run at once, and no Windows signature fires', () => {
     const r = reports.quick!
-    expect(r.behavior.processes.map((p) => p.process_name.toLowerCase())).toContain('quick.exe')
+    expect(r.behavior.processes.map((p) => p.process_name.toLowerCase())).toEqual(['quick start.exe'])
     expect(r.info.duration).toBeLessThan(30) // far from its 60 s timeout
     for (const s of WINDOWS_SIGNATURES) expect(signatures('quick')).not.toContain(s)
     expect(r.behavior.summary.regkey_written ?? []).toEqual([])

@@ -205,7 +205,9 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   const monitor: Monitor = winMon ?? new ProcMonitor(root, strace !== null)
   if (spawned) {
     log.info(`started ${[launch.file, ...launch.args].join(' ')} as pid ${root}${strace !== null ? ' under strace' : ''}`)
-    if (winMon !== null) winMon.setRoot(root, { command_line: [launch.file, ...launch.args].join(' '), exe: launch.file })
+    // Quoted as Windows quotes a program with blanks in its path, so its name reads back right.
+    const program = /\s/.test(launch.file) ? `"${launch.file}"` : launch.file
+    if (winMon !== null) winMon.setRoot(root, { command_line: [program, ...launch.args].join(' '), exe: launch.file })
     else monitor.start()
     const deadline = started + conf.timeout * 1000
     record.reason = 'timeout'
