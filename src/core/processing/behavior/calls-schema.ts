@@ -50,3 +50,10 @@ export const CallsIndexSchema = Type.Object({
   processes: Type.Array(StoredProcessSchema)
 })
 export type CallsIndex = Static<typeof CallsIndexSchema>
+
+/**
+ * A value of behavior.summary (and generic[].summary): a path, host, command line...; or, for
+ * file_moved and file_copied, the pair [from, to], as Cuckoo 2 writes them.
+ */
+export const SummaryValueSchema = Type.Union([Type.String(), Type.Tuple([Type.String(), Type.String()])])
+export type SummaryValue = Static<typeof SummaryValueSchema>
