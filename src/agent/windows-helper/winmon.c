@@ -191,7 +191,7 @@ static void take_snapshot(void)
  * STARTING_POLLS polls or until it ends, and is then written with what there is. Holding the
  * handle keeps a process that ends at once (a PE that returns from main) from vanishing unseen.
  */
-#define STARTING_POLLS 8
+#define STARTING_POLLS 40 /* at 5 ms while any is starting: 200 ms */
 #define MAX_STARTING 256
 typedef struct {
   Ent e;
@@ -384,7 +384,9 @@ int wmain(int argc, WCHAR **argv)
   long long next_reg = now_ms() + reg_every, next_deep = now_ms() + deep_every;
   for (;;) {
     HANDLE waits[2] = { stop_event, ph };
-    DWORD w = WaitForMultipleObjects(2, waits, FALSE, (DWORD)interval);
+    /* While a process is starting, look again every 5 ms: its command line can be read only
+       while it runs, and some (cmd.exe /c under Wine) run for 20-30 ms. */
+    DWORD w = WaitForMultipleObjects(2, waits, FALSE, nstarting > 0 ? 5 : (DWORD)interval);
     int last = w == WAIT_OBJECT_0 || w == WAIT_OBJECT_0 + 1 || procs[0].exited != 0;
     long long t = now_ms();
     poll_processes();
