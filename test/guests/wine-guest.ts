@@ -128,6 +128,10 @@ export async function windowsAgent(): Promise<string> {
     } catch (err) {
       if (!existsSync(exe)) throw err
     }
+    // Agents of earlier sources (70 MB each) are not kept.
+    for (const old of readdirSync(CACHE)) {
+      if (/^agent-[0-9a-f]{16}$/.test(old) && path.join(CACHE, old) !== dir) rmSync(path.join(CACHE, old), { recursive: true, force: true })
+    }
   } finally {
     rmSync(work, { recursive: true, force: true })
   }
