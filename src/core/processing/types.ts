@@ -94,8 +94,11 @@ export const ProcessTreeNodeSchema = Type.Cyclic({
   })
 }, 'Node')
 
-/** Category (file_written, command_line, connects_ip, ...) → the distinct values seen. */
-export const BehaviorSummarySchema = Type.Record(Type.String(), Type.Array(Type.String()))
+/**
+ * Category (file_written, command_line, connects_ip, ...) → the distinct values seen; file_moved and
+ * file_copied hold [from, to] pairs, as Cuckoo writes them.
+ */
+export const BehaviorSummarySchema = Type.Record(Type.String(), Type.Array(Type.Union([Type.String(), Type.Tuple([Type.String(), Type.String()])])))
 
 /** The report's `behavior` key, Cuckoo 2's. */
 export const BehaviorSchema = Closed({
