@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import sharp from 'sharp'
+import { ZipFile } from 'yazl'
 import { cleanup, render, screen, within } from '@testing-library/react'
 import userEvent from '@testing-library/user-event'
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
@@ -209,6 +210,65 @@ describe('Task page', () => {
     const timeline = await screen.findByRole('list', { name: 'Timeline' })
     expect(within(timeline).getByText(reason)).toBeTruthy()
     expect(screen.getAllByText(reason)).toHaveLength(2) // once in Errors, once on the timeline
+  })
+
+  it('says plainly that the sample did not start, on the page and in the Behavior tab, instead of "no processes"', async () => {
+    const user = userEvent.setup()
+    // What the engine records for the analyzer's `start-failed` (test/e2e/netns-analysis.test.ts runs it for real).
+    const reason = 'the analyzer reported failed: the sample did not start: Exec format error (ENOEXEC)'
+    const blob = await submit('blob.bin', '\u0000\u0013\u0037')
+    const now = Date.now()
+    const dir = h.analysisDir(blob)
+    mkdirSync(path.join(dir, 'logs'), { recursive: true })
+    writeFileSync(path.join(dir, 'logs/behavior.jsonl'), JSON.stringify({ type: 'analyzer', version: 1, task: String(blob), package: 'generic', platform: 'linux',
+      category: 'file', target: '/tmp/blob.bin', pid: null, started: now, ended: now, reason: 'start-failed', error: 'Exec format error (ENOEXEC)', monitors: ['proc', 'files'] }) + '\n')
+    h.sql(`UPDATE tasks SET status = 'completed', errors = ?, started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?`,
+      JSON.stringify([reason]), blob)
+    h.service.engine!.processPending()
+    expect(await waitForTask(h, blob, ['reported', 'failed_processing'], 30_000)).toBe('reported')
+
+    page(`/tasks/${blob}`)
+    expect((await screen.findByTestId('start-failed')).textContent).toBe('The sample did not start: Exec format error (ENOEXEC). Nothing of it ran: the report has no processes and no behaviour.')
+    await user.click(await screen.findByRole('tab', { name: 'Behavior' }))
+    const panel = screen.getByRole('tabpanel')
+    expect(within(panel).getByRole('alert').textContent).toBe('The sample did not start: Exec format error (ENOEXEC). No process ran, so there is no behaviour to show.')
+    expect(within(panel).getByRole('region', { name: 'Processes' }).textContent).toContain('No process: the sample did not start.')
+  })
+
+  it('says which member of a submitted archive a task runs, before and after its report', async () => {
+    const user = userEvent.setup()
+    const zip = new ZipFile()
+    zip.addBuffer(Buffer.from('#!/bin/sh\necho run\n'), 'bin/run.sh')
+    zip.addBuffer(Buffer.from('just text\n'), 'README.txt')
+    zip.end()
+    const chunks: Buffer[] = []
+    for await (const c of zip.outputStream as AsyncIterable<Buffer>) chunks.push(c)
+    const bytes = Buffer.concat(chunks)
+    const b = '----aviaryzip'
+    const body = Buffer.concat([Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="file"; filename="bundle.zip"\r\nContent-Type: application/zip\r\n\r\n`), bytes, Buffer.from(`\r\n--${b}--\r\n`)])
+    const res = await fetch(`${h.url}/tasks/create/submit`, { method: 'POST', body, headers: { 'Content-Type': `multipart/form-data; boundary=${b}` } })
+    const { task_ids: ids } = (await res.json()) as { task_ids: number[] }
+    const members = await Promise.all(ids.map(async (tid) => [tid, ((await (await fetch(`${h.url}/tasks/view/${tid}`)).json()) as { task: { options: string; category: string } }).task] as const))
+    const [runId, runTask] = members.find(([, t]) => t.options.includes('bin/run.sh')) ?? []
+    expect(runTask?.category).toBe('archive')
+
+    page(`/tasks/${runId}`)
+    expect((await screen.findByTestId('task-archive-member')).textContent).toBe('bin/run.sh (the member of a submitted archive that this task runs)')
+    cleanup()
+
+    const dir = h.analysisDir(runId as number)
+    mkdirSync(path.join(dir, 'logs'), { recursive: true })
+    writeFileSync(path.join(dir, 'logs/behavior.jsonl'), JSON.stringify({ type: 'analyzer', version: 1, package: 'sh', task: runId, time: Date.now() }) + '\n')
+    h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", runId)
+    h.service.engine!.processPending()
+    expect(await waitForTask(h, runId as number, ['reported', 'failed_processing'], 30_000)).toBe('reported')
+    page(`/tasks/${runId}`)
+    await screen.findByRole('heading', { name: 'run.sh' })
+    expect(screen.getByRole('rowheader', { name: 'Ran from archive' }).nextElementSibling?.textContent).toBe('bin/run.sh')
+    await user.click(screen.getByRole('tab', { name: 'Behavior' }))
+    // Its analyzer log has no calls: the server says so (404) and the full report has none either.
+    expect(await screen.findByText('No calls were recorded.')).toBeTruthy()
+    expect(screen.queryByRole('alert')).toBeNull()
   })
 
   it('shows the server\'s message for a task that does not exist', async () => {

@@ -1,10 +1,13 @@
 // One task: its facts and live status, its timeline, the actions (delete, reschedule, reboot,
 // rereport), and once reported its report in tabs. The overview is drawn from /tasks/summary (the
 // report without its heaviest keys); the full report.json is fetched only when a tab needs it.
-import { useEffect, useRef, useState, type JSX } from 'react'
+// The Behavior tab's calls come in pages from the server (/aviary/tasks/<id>/calls), or from the
+// full report where the server has no such route. A sample that never started says why up front,
+// and a member of an archive says which member it is.
+import { useEffect, useMemo, useRef, useState, type JSX } from 'react'
 import { useParams, useSearchParams } from 'react-router'
 import { useQuery, useQueryClient } from '@tanstack/react-query'
-import { apiBase, fetchJson } from '../api/http'
+import { apiBase, fetchJson, HttpError } from '../api/http'
 import { keys } from '../api/live'
 import { useUi } from '../state/ui'
 import { SafeText, When } from '../components/text'
@@ -14,6 +17,10 @@ import { KeyValues, Mono } from '../report/common'
 import { Timeline } from '../task/Timeline'
 import { TaskActions } from '../task/TaskActions'
 import { apiSources } from '../task/sources'
+import { serviceCallsSource } from '../report/calls-source'
+import { ReportPage } from '../report/report-context'
+import { startFailure } from '../report/start-failure'
+import { taskArchiveMember } from '../report/archive'
 import type { Task } from '../../../shared/api/schemas'
 
 const SETTLED = new Set(['reported', 'failed_analysis', 'failed_processing', 'failed_reporting'])
@@ -30,6 +37,7 @@ function TaskFacts({ task }: { task: Partial<Task> }): JSX.Element {
   return (
     <KeyValues rows={[
       ['Target', task.target && <Mono value={task.target} />],
+      ['Archive member', taskArchiveMember(task) !== '' && <span data-testid="task-archive-member"><Mono value={taskArchiveMember(task)} /> <span className="text-zinc-500">(the member of a submitted archive that this task runs)</span></span>],
       ['Category', task.category && <SafeText value={task.category} />],
       ['Package', task.package && <SafeText value={task.package} />],
       ['Machine', (guest?.name ?? task.machine) && <SafeText value={guest?.name ?? task.machine} />],
@@ -77,11 +85,21 @@ function TaskView({ id }: { id: number }): JSX.Element {
     queryFn: ({ signal }) => fetchJson<unknown>(connection, `/tasks/summary/${id}`, {}, signal),
     enabled: reported, retry: false, staleTime: Infinity
   })
+  const fullKey = useMemo(() => [...keys.task(connection, id), 'report', 'full'], [connection, id])
   const full = useQuery({
-    queryKey: [...keys.task(connection, id), 'report', 'full'],
+    queryKey: fullKey,
     queryFn: ({ signal }) => fetchJson<unknown>(connection, `/tasks/report/${id}`, {}, signal),
     enabled: reported && wantFull, retry: false, staleTime: Infinity
   })
+  // A new source for each report loaded (a rereport brings new calls).
+  const reportStamp = summary.dataUpdatedAt
+  const calls = useMemo(() => serviceCallsSource({
+    id,
+    getJson: (path, signal) => fetchJson<unknown>(connection, path, {}, signal),
+    isNotFound: (err) => err instanceof HttpError && err.status === 404,
+    // Shared with the tabs that need the full report: it is fetched once.
+    fullReport: () => qc.fetchQuery({ queryKey: fullKey, queryFn: ({ signal }) => fetchJson<unknown>(connection, `/tasks/report/${id}`, {}, signal), staleTime: Infinity })
+  }), [connection, id, qc, fullKey, reportStamp])
   // A rereport takes the task back through `completed`: when it is reported again, reload.
   const prev = useRef(status)
   useEffect(() => {
@@ -92,6 +110,8 @@ function TaskView({ id }: { id: number }): JSX.Element {
   if (task.isPending) return <p role="status" className="text-sm text-zinc-500">Loading task {id}…</p>
   if (task.isError) return <div><h1 className="mb-2 text-xl font-semibold">Task {id}</h1><p role="alert" className="text-red-700 dark:text-red-400"><SafeText value={task.error.message} /></p></div>
   const t = task.data.task
+  const taskErrors = Array.isArray(t.errors) ? t.errors : []
+  const notStarted = startFailure(taskErrors)
   const sources = base.data ? apiSources(base.data, id) : null
   const timelineTab = { id: 'timeline', label: 'Timeline', render: () => <Timeline connection={connection} id={id} status={status} /> }
   const setTab = (next: string) => setSearch((s) => { const n = new URLSearchParams(s); n.set('tab', next); return n }, { replace: true })
@@ -112,9 +132,11 @@ function TaskView({ id }: { id: number }): JSX.Element {
     const fullStatus = full.isError ? <p role="alert" className="text-red-700 dark:text-red-400">Full report: <SafeText value={full.error.message} /></p>
       : <p role="status" className="text-sm text-zinc-500">Loading the full report…</p>
     report = (
-      <ReportViews report={full.data ?? summary.data} partial={full.data === undefined} onNeedFull={() => setWantFull(true)} fullStatus={fullStatus}
-        sources={sources} rawDownload={base.data ? `${base.data}/tasks/report/${id}/json` : null} route={typeof t.route === 'string' ? t.route : null}
-        tab={tab} onTab={setTab} extra={[timelineTab]} />
+      <ReportPage.Provider value={{ calls, taskErrors }}>
+        <ReportViews report={full.data ?? summary.data} partial={full.data === undefined} onNeedFull={() => setWantFull(true)} fullStatus={fullStatus}
+          sources={sources} rawDownload={base.data ? `${base.data}/tasks/report/${id}/json` : null} route={typeof t.route === 'string' ? t.route : null}
+          tab={tab} onTab={setTab} extra={[timelineTab]} />
+      </ReportPage.Provider>
     )
   }
 
@@ -126,6 +148,11 @@ function TaskView({ id }: { id: number }): JSX.Element {
         <TaskActions connection={connection} id={id} />
       </div>
       <div className="mb-4"><TaskFacts task={t} /></div>
+      {notStarted !== null && (
+        <p role="alert" data-testid="start-failed" className="mb-4 rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-200">
+          <b>The sample did not start</b>: <SafeText value={notStarted} />. Nothing of it ran: the report has no processes and no behaviour.
+        </p>
+      )}
       {report}
     </div>
   )

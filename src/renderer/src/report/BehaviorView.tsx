@@ -101,14 +101,15 @@ const SUMMARY: [string, string][] = [
 ]
 
 /** The listing of the calls source, once (it may page from the server or read the full report). */
-function useCallsListing(source: CallsSource): { listing: CallsListing | null; error: string | null } {
+function useCallsListing(source: CallsSource, enabled: boolean): { listing: CallsListing | null; error: string | null } {
   const [state, setState] = useState<{ source: CallsSource; listing: CallsListing | null; error: string | null } | null>(null)
   useEffect(() => {
+    if (!enabled) return
     let live = true
     source.listing().then((listing) => { if (live) setState({ source, listing, error: null }) },
       (err: unknown) => { if (live) setState({ source, listing: null, error: err instanceof Error ? err.message : String(err) }) })
     return () => { live = false }
-  }, [source])
+  }, [source, enabled])
   return state?.source === source ? state : { listing: null, error: null }
 }
 
@@ -117,11 +118,12 @@ export function BehaviorView({ report }: { report: unknown }): JSX.Element {
   const roots = objs(report, 'behavior', 'processtree')
   const processes = objs(report, 'behavior', 'processes')
   const source = useMemo(() => page.calls ?? reportCallsSource(report), [page.calls, report])
-  const { listing, error } = useCallsListing(source)
+  // A sample that never started has no process and no calls: nothing to ask the server for.
+  const failed = processCount(report) === 0 ? reportStartFailure(report, page.taskErrors) : null
+  const { listing, error } = useCallsListing(source, failed === null)
   const [pid, setPid] = useState<number | null>(null)
   const categories = SUMMARY.map(([key, label]) => [label, strs(report, 'behavior', 'summary', key)] as const).filter(([, v]) => v.length > 0)
   const count = processCount(report, listing?.processes.length ?? 0)
-  const failed = count === 0 ? reportStartFailure(report, page.taskErrors) : null
   const selected = pid ?? listing?.processes[0]?.pid ?? null
   return (
     <>

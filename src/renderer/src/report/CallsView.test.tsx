@@ -23,7 +23,7 @@ function call(n: number): Record<string, unknown> {
   return {
     index: n, category, api: APIS[category], time: 1_767_225_600 + n / 1000, tid: 4242,
     arguments: { path: n === 3 ? `/etc/${'x'.repeat(500)}/passwd` : `/tmp/f${n}`, flags: 'O_RDONLY' },
-    return_value: n % 7 === 0 ? -2 : 3, status: n % 7 !== 0
+    return_value: n % 7 === 0 ? -1 : 3, status: n % 7 === 0 ? 0 : 1, ...(n % 7 === 0 ? { errno: 'ENOENT' } : {})
   }
 }
 
@@ -177,6 +177,7 @@ describe('calls view over a million calls from the server', () => {
     // Call 0 failed (every 7th): marked, with its return value.
     expect(row0.dataset.failed).toBe('true')
     expect(within(row0).getAllByRole('gridcell')[6]?.textContent).toBe('failed')
+    expect(within(row0).getAllByRole('gridcell')[5]?.textContent).toBe('-1 ENOENT')
     expect((shownRows()[1] as HTMLElement).dataset.failed).toBeUndefined()
     const row3 = shownRows()[3] as HTMLElement
     const argsCell = within(row3).getAllByRole('gridcell')[4] as HTMLElement

@@ -10,7 +10,7 @@ import { observeElementOffset, useVirtualizer } from '@tanstack/react-virtual'
 import { SafeLines, SafeText } from '../components/text'
 import { useDebounced } from '../tasks/use-debounced'
 import { CallPages, filterKey, type CallFilter, type CallsListing, type CallsSource, type ProcessCalls } from './calls-source'
-import { argsLine, callDate, callFailed, callTime, plainSafe, valueText } from './calls-format'
+import { argsLine, callDate, callFailed, callTime, plainSafe, returnText, valueText } from './calls-format'
 import { isObj, type Obj } from './model'
 
 export const ROW_PX = 24
@@ -72,7 +72,7 @@ const CallRow = memo(function CallRow({ index, start, call, selected, onSelect }
           <span role="gridcell" className="truncate"><SafeText value={valueText(call.category, 40)} /></span>
           <span role="gridcell" className="truncate font-semibold"><SafeText value={valueText(call.api, 80)} /></span>
           <span role="gridcell" className="truncate"><SafeText value={argsLine(call.arguments)} /></span>
-          <span role="gridcell" className="truncate"><SafeText value={valueText(call.return_value, 40)} /></span>
+          <span role="gridcell" className="truncate"><SafeText value={returnText(call)} /></span>
           <span role="gridcell" className={failed ? 'font-semibold text-red-700 dark:text-red-400' : 'text-zinc-500'}>{failed ? 'failed' : call.status === undefined ? '' : 'ok'}</span>
         </>
       )}
@@ -83,7 +83,7 @@ const CallRow = memo(function CallRow({ index, start, call, selected, onSelect }
 /** The selected call whole: every argument at full length (up to 64 KiB each), and the monitor's extras. */
 function CallDetails({ call, index }: { call: Obj; index: number }): JSX.Element {
   const args = isObj(call.arguments) ? Object.entries(call.arguments).slice(0, 500) : []
-  const extras: [string, unknown][] = (['flags', 'nt_status', 'last_error', 'buffer', 'stacktrace'] as const)
+  const extras: [string, unknown][] = (['errno', 'flags', 'nt_status', 'last_error', 'buffer', 'stacktrace'] as const)
     .filter((k) => call[k] !== undefined && call[k] !== null && !(Array.isArray(call[k]) && (call[k] as unknown[]).length === 0))
     .map((k) => [k, call[k]])
   const line = (v: unknown) => (typeof v === 'string' ? v : valueText(v, 65_536))

@@ -48,6 +48,12 @@ export function argsLine(args: unknown): string {
   return parts.join(', ')
 }
 
+/** The return value as a row shows it, with the error name of a failed Linux system call (`-1 ENOENT`). */
+export function returnText(c: Obj): string {
+  const v = valueText(c.return_value, 40)
+  return typeof c.errno === 'string' && c.errno !== '' ? `${v} ${c.errno.slice(0, 40)}` : v
+}
+
 /** A failed call: Cuckoo writes status false (or 0); Aviary's strace calls the same. */
 export function callFailed(c: Obj): boolean {
   return c.status === false || c.status === 0 || c.status === 'failed'

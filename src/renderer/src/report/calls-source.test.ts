@@ -44,7 +44,7 @@ describe('calls from a report', () => {
     arguments: { path: i === 123_457 ? '/home/u/.ssh/ID_RSA' : `/tmp/${i}`, nested: { deep: { deeper: { deepest: 'needle' } } } },
     return_value: i, status: true
   }))
-  const report = { behavior: { processes: [{ pid: 5, process_name: 'sh', calls_dropped: 17, calls }, { pid: 5, calls: [{}] }, { pid: 'x', calls }] } }
+  const report = { behavior: { processes: [{ pid: 5, process_name: 'sh', calls_seen: 200_017, calls_kept: 200_000, calls }, { pid: 5, calls: [{}] }, { pid: 'x', calls }] } }
 
   it('lists the processes with calls, counting categories and APIs', async () => {
     const listing = await reportCallsSource(report).listing()

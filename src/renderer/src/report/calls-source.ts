@@ -223,7 +223,8 @@ export function reportCallsSource(report: unknown): CallsSource {
           }
           processes.push({
             pid, process_name: typeof p.process_name === 'string' ? p.process_name : '',
-            calls: calls.length, dropped: count(p.calls_dropped), categories, apis
+            // Aviary's reports say calls_seen and calls_kept; a parser's calls_dropped says the rest directly.
+            calls: calls.length, dropped: count(p.calls_dropped) || Math.max(0, count(p.calls_seen) - Math.max(count(p.calls_kept), calls.length)), categories, apis
           })
         }
         return { origin: 'report' as const, processes }
