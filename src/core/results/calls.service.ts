@@ -28,8 +28,7 @@ const INDEXES = 16
 /** Filters whose matches are kept, and the bytes they may take together. */
 const FILTERS = 32
 const FILTER_BYTES = 64 * 1024 * 1024
-const SCAN_RECORDS = 64 * 1024
-const SCAN_BYTES = 1024 * 1024
+const SCAN_BYTES = 64 * 1024
 /** Nested values searched by q (argument lists of lists...). */
 const MAX_DEPTH = 4
 
@@ -173,62 +172,85 @@ export class CallsService {
     if (cats.size > 0 || apis.size > 0) {
       if (!kindOk.includes(true)) return new Uint32Array(0)
       const out = new Positions()
-      for (let at = 0; at < file.count; at += SCAN_RECORDS) {
-        const n = Math.min(SCAN_RECORDS, file.count - at)
-        const { kinds } = await file.records(at, n)
-        for (let i = 0; i < n; i++) if (kindOk[kinds[i] as number] === true) out.push(at + i)
-      }
+      await file.positionsOfKinds((k) => kindOk[k] === true, (i) => out.push(i))
       candidates = out.done()
       if (filter.q === '') return candidates
     }
     return this.search(dir, pid, file.count, candidates, filter.q)
   }
 
-  /** Lines matching `q`, among `candidates` (ascending positions) or all. */
+  /**
+   * Lines matching `q`, among `candidates` (ascending positions) or all. With a plain ASCII q the
+   * raw lines are searched first (JSON writes such text as it is): a chunk without a match is
+   * skipped whole, and only the lines around a match are cut out and parsed.
+   */
   private async search(dir: string, pid: number, count: number, candidates: Uint32Array | null, q: string): Promise<Uint32Array> {
     const needle = q.toLowerCase()
-    const re = new RegExp(escapeRe(q), 'i')
-    // Raw-line prefilter only where JSON writes q's characters as they are (plain printable ASCII).
     const prefilter = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(q)
+    const re = prefilter ? new RegExp(escapeRe(q), 'gi') : null
     const out = new Positions()
     let c = 0
     const wanted = (line: number): boolean => {
+      if (line >= count) return false
       if (candidates === null) return true
       while (c < candidates.length && (candidates[c] as number) < line) c++
       return candidates[c] === line
     }
+    const check = (i: number, l: string): void => {
+      if (!wanted(i)) return
+      try {
+        if (callHas(JSON.parse(l) as StoredCall, needle)) out.push(i)
+      } catch {
+        // a damaged line matches nothing
+      }
+    }
     const fh = await open(path.join(dir, callsDataName(pid)), 'r')
     try {
+      // One reused buffer: the tail of a chunk (a line cut by the read) moves to its start, so no
+      // buffer is allocated per chunk (they would pile up as external memory until a full GC).
       const buf = Buffer.allocUnsafe(SCAN_BYTES)
-      let carry = Buffer.alloc(0)
+      let kept = 0
       let pos = 0
-      let line = 0
+      let first = 0
       for (;;) {
-        const { bytesRead } = await fh.read(buf, 0, buf.length, pos)
+        const { bytesRead } = await fh.read(buf, kept, buf.length - kept, pos)
         if (bytesRead === 0) break
         pos += bytesRead
-        const chunk = carry.length > 0 ? Buffer.concat([carry, buf.subarray(0, bytesRead)]) : buf.subarray(0, bytesRead)
-        const last = chunk.lastIndexOf(10)
+        const filled = kept + bytesRead
+        const last = buf.lastIndexOf(10, filled - 1)
         if (last < 0) {
-          carry = Buffer.from(chunk)
+          // A line longer than the buffer (the store keeps calls far shorter): skipped.
+          kept = 0
           continue
         }
-        const text = chunk.toString('utf8', 0, last)
-        carry = Buffer.from(chunk.subarray(last + 1))
-        const lines = text.split('\n')
-        if (prefilter && !re.test(text)) {
-          line += lines.length
-          continue
-        }
-        for (const l of lines) {
-          const i = line++
-          if (i >= count || !wanted(i) || (prefilter && !re.test(l))) continue
-          try {
-            if (callHas(JSON.parse(l) as StoredCall, needle)) out.push(i)
-          } catch {
-            // a damaged line matches nothing
+        const text = buf.toString('utf8', 0, last)
+        kept = filled - last - 1
+        buf.copy(buf, 0, last + 1, filled)
+        // The chunk's lines are first .. first + newlines; `line` starts at character `start`.
+        let line = first
+        let start = 0
+        if (re !== null) {
+          re.lastIndex = 0
+          for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+            for (let nl = text.indexOf('\n', start); nl !== -1 && nl < m.index; nl = text.indexOf('\n', start)) {
+              line++
+              start = nl + 1
+            }
+            const nl = text.indexOf('\n', m.index)
+            const end = nl === -1 ? text.length : nl
+            check(line, text.slice(start, end))
+            re.lastIndex = end + 1
+          }
+        } else {
+          for (let nl = text.indexOf('\n'); ; nl = text.indexOf('\n', start)) {
+            check(line++, text.slice(start, nl === -1 ? text.length : nl))
+            if (nl === -1) break
+            start = nl + 1
           }
         }
+        let lines = 1
+        for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', nl + 1)) lines++
+        first += lines
       }
     } finally {
       await fh.close()
