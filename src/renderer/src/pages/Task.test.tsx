@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import sharp from 'sharp'
 import { ZipFile } from 'yazl'
-import { cleanup, render, screen, within } from '@testing-library/react'
+import { cleanup, render, screen, waitFor, within } from '@testing-library/react'
 import userEvent from '@testing-library/user-event'
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
 import { MemoryRouter, Route, Routes } from 'react-router'
@@ -269,6 +269,64 @@ describe('Task page', () => {
     // Its analyzer log has no calls: the server says so (404) and the full report has none either.
     expect(await screen.findByText('No calls were recorded.')).toBeTruthy()
     expect(screen.queryByRole('alert')).toBeNull()
+  })
+
+  it('shows a process\'s calls paged from the service\'s calls store: filters, search, the failed ones marked', async () => {
+    const user = userEvent.setup()
+    const traced = await submit('tracer.sh', '#!/bin/sh\n')
+    const dir = h.analysisDir(traced)
+    const pid = 4242
+    const now = Date.now()
+    // strace as the analyzer runs it (-f -ttt -yy): 3,000 calls; every 7th a refused connect, every 50th a passwd read.
+    const line = (i: number) => {
+      const t = `${Math.floor(now / 1000)}.${String(i).padStart(6, '0')}`
+      if (i === 0) return `${pid} ${t} execve("/tmp/tracer.sh", ["/tmp/tracer.sh"], 0x7ffd /* 3 vars */) = 0`
+      if (i % 7 === 0) return `${pid} ${t} connect(3<TCP:[1]>, {sa_family=AF_INET, sin_port=htons(80), sin_addr=inet_addr("203.0.113.9")}, 16) = -1 ECONNREFUSED (Connection refused)`
+      if (i % 50 === 0) return `${pid} ${t} openat(AT_FDCWD</tmp>, "/etc/passwd", O_RDONLY) = 3</etc/passwd>`
+      return `${pid} ${t} openat(AT_FDCWD</tmp>, "f${i}", O_RDONLY) = -1 ENOENT (No such file or directory)`
+    }
+    mkdirSync(path.join(dir, 'logs'), { recursive: true })
+    writeFileSync(path.join(dir, 'logs/strace.log'), `${Array.from({ length: 3000 }, (_, i) => line(i)).join('\n')}\n`)
+    writeFileSync(path.join(dir, 'logs/behavior.jsonl'), [
+      { type: 'analyzer', version: 1, package: 'sh', task: String(traced), platform: 'linux', category: 'file', target: '/tmp/tracer.sh', pid, started: now, ended: now + 100, reason: 'tree-ended', monitors: ['proc', 'files', 'strace'] },
+      { type: 'process', pid, ppid: 1, command_line: 'sh /tmp/tracer.sh', exe: '/bin/sh', first_seen: now, exited: now + 100 }
+    ].map((e) => JSON.stringify(e)).join('\n') + '\n')
+    h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", traced)
+    h.service.engine!.processPending()
+    expect(await waitForTask(h, traced, ['reported', 'failed_processing'], 30_000)).toBe('reported')
+    const served = (await (await fetch(`${h.url}/aviary/tasks/${traced}/calls`)).json()) as { processes: { pid: number; calls: number }[] }
+    expect(served.processes).toEqual([expect.objectContaining({ pid, calls: 3000 })])
+
+    // jsdom has no layout: the calls grid gets the height a browser gives it.
+    const height = Object.getOwnPropertyDescriptor(HTMLElement.prototype, 'clientHeight')
+    Object.defineProperty(HTMLElement.prototype, 'clientHeight', { configurable: true, get() { return this.getAttribute('role') === 'grid' ? 480 : 0 } })
+    try {
+      page(`/tasks/${traced}?tab=behavior`)
+      const grid = await screen.findByRole('grid', { name: 'Calls' })
+      await waitFor(() => expect(grid.querySelectorAll('[data-call]').length).toBeGreaterThan(10))
+      expect(grid.getAttribute('aria-rowcount')).toBe('3000')
+      expect(grid.querySelectorAll('[role="row"]').length).toBeLessThan(60)
+      const count = screen.getByTestId('calls-count')
+      expect(count.textContent).toBe('3,000 of 3,000 calls') // paged by the service, not read from the report
+      const row7 = grid.querySelector('[data-call="7"]') as HTMLElement
+      expect(row7.dataset.failed).toBe('true')
+      expect(row7.textContent).toContain('connect')
+      expect(row7.textContent).toContain('-1 ECONNREFUSED')
+
+      await user.click(within(screen.getByRole('group', { name: 'Categories' })).getByRole('button', { name: /network/ }))
+      await waitFor(() => expect(grid.getAttribute('aria-rowcount')).toBe(String(Math.floor(2999 / 7))))
+      expect([...grid.querySelectorAll('[data-call]')].every((r) => r.textContent?.includes('connect'))).toBe(true)
+      await user.click(within(screen.getByRole('group', { name: 'Categories' })).getByRole('button', { name: /network/ }))
+      await user.type(screen.getByRole('searchbox', { name: 'Search calls' }), 'PASSWD')
+      // Every 50th call that is not a connect (every 350th is one).
+      const passwd = Array.from({ length: 3000 }, (_, i) => i).filter((i) => i > 0 && i % 50 === 0 && i % 7 !== 0).length
+      await waitFor(() => expect(grid.getAttribute('aria-rowcount')).toBe(String(passwd)))
+      await waitFor(() => expect(grid.querySelector('[data-call]')?.textContent).toContain('/etc/passwd'))
+      // The details show the first match whole.
+      expect(screen.getByRole('region', { name: 'Call details' }).textContent).toMatch(/openat.*call 50 ·/)
+    } finally {
+      if (height) Object.defineProperty(HTMLElement.prototype, 'clientHeight', height)
+    }
   })
 
   it('shows the server\'s message for a task that does not exist', async () => {
