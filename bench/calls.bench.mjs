@@ -29,7 +29,8 @@ const children = new Set()
 function cleanup() {
   for (const c of children) {
     try {
-      process.kill(c.pid, 'SIGKILL')
+      // Each child leads its own process group: /usr/bin/time's node goes with it.
+      process.kill(-c.pid, 'SIGKILL')
     } catch {
       // gone
     }
@@ -88,7 +89,7 @@ async function bundle(name, source) {
 
 function timed(cmd, args) {
   return new Promise((resolve, reject) => {
-    const c = spawn('/usr/bin/time', ['-f', '%M', cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const c = spawn('/usr/bin/time', ['-f', '%M', cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     children.add(c)
     let out = ''
     let err = ''
@@ -157,7 +158,7 @@ void main()
   const all = await timed(process.execPath, ['--max-semi-space-size=2', runner, analysis, String(CALLS)])
 
   const port = await freePort()
-  const svc = spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin/aviary.js'), 'serve', '--data', data, '-p', String(port)], { stdio: ['ignore', 'ignore', 'inherit'] })
+  const svc = spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin/aviary.js'), 'serve', '--data', data, '-p', String(port)], { stdio: ['ignore', 'ignore', 'ignore'], detached: true })
   children.add(svc)
   const base = `http://127.0.0.1:${port}`
   for (let i = 0; ; i++) {
