@@ -47,7 +47,7 @@ describe('calls of a Linux sample on a netns guest', () => {
     const { body } = await h.json<{ task: { errors: string[] } }>(`/tasks/view/${id}`)
     expect(body.task.errors).toEqual([])
     const dir = path.join(h.dataDir, 'storage/analyses', String(id))
-    expect(readFileSync(path.join(dir, 'logs', 'strace.log'), 'latin1')).toMatch(/^\d+ \d+\.\d+ execve\(/)
+    expect(readFileSync(path.join(dir, 'logs', 'strace.log'), 'latin1')).toMatch(/^\d+\s+\d+\.\d+ execve\(/)
     expect(existsSync(path.join(dir, 'calls', 'index.json'))).toBe(true)
     expect(guest.dns.queries).toContain('evil.example.com')
   })
