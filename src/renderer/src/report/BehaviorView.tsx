@@ -79,7 +79,7 @@ function ProcessTree({ roots, selected, onSelect }: { roots: Obj[] } & TreeSelec
                   <button type="button" onClick={() => toggle(r.key)} aria-label={`${open ? 'Collapse' : 'Expand'} pid ${num(r.node, 'pid') ?? '?'}`} className="w-4 text-zinc-500">{open ? '▾' : '▸'}</button>
                 ) : <span className="w-4" />}
                 {num(r.node, 'pid') !== null
-                  ? <button type="button" className="text-left font-bold hover:underline" title="Show its calls" onClick={() => onSelect(num(r.node, 'pid') as number)}><SafeText value={str(r.node, 'process_name') || '(unknown)'} /></button>
+                  ? <button type="button" className={`rounded px-1 text-left font-bold hover:underline ${num(r.node, 'pid') === selected ? 'bg-sky-100 dark:bg-sky-900' : ''}`} title="Show its calls" onClick={() => onSelect(num(r.node, 'pid') as number)}><SafeText value={str(r.node, 'process_name') || '(unknown)'} /></button>
                   : <b><SafeText value={str(r.node, 'process_name') || '(unknown)'} /></b>}
                 <span className="text-xs text-zinc-500">pid {num(r.node, 'pid') ?? '?'}{r.kids > 0 && !open ? ` · ${r.kids} children` : ''}{r.depth > MAX_INDENT ? ` · depth ${r.depth}` : ''}</span>
               </div>
