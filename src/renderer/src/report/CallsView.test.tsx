@@ -242,3 +242,30 @@ describe('calls view without the server\'s calls route', () => {
     expect(asked.map((a) => a.path)).toEqual(['/aviary/tasks/7/calls'])
   })
 })
+
+describe('calls of Cuckoo\'s Windows monitor', () => {
+  it('shows a monitor call\'s flags, stack trace, NT status, last error and buffer in the details', async () => {
+    const user = userEvent.setup()
+    const report = { behavior: { processes: [{ pid: 2052, process_name: 'dropper.exe', calls: [{
+      category: 'file', api: 'NtCreateFile', status: 0, return_value: 3221225506, time: 1_767_225_600.25, tid: 2056,
+      arguments: { file_handle: '0x00000000', desired_access: '0x40100080', filepath: 'C:\\Users\\Public\\invoice\u202Egpj.exe', create_disposition: 5 },
+      flags: { desired_access: 'FILE_READ_ATTRIBUTES|GENERIC_WRITE|SYNCHRONIZE', create_disposition: 'FILE_OVERWRITE_IF' },
+      stacktrace: ['kernelbase+0x1a2b', 'dropper+0x1010'], nt_status: -1073741790, last_error: 5, buffer: '3f786850e387550fdab836ed7e6dc881de23001b'
+    }] }] } }
+    const { listing } = await open({ notFound: true, report })
+    expect(listing.processes[0]).toMatchObject({ pid: 2052, calls: 1, categories: { file: 1 }, apis: { NtCreateFile: 1 } })
+    const row = shownRows()[0] as HTMLElement
+    expect(row.dataset.failed).toBe('true')
+    expect(row.querySelector('[data-control="RLO"]')).not.toBeNull()
+    await user.click(row)
+    const details = screen.getByRole('region', { name: 'Call details' })
+    const value = (name: string) => within(details).getByRole('rowheader', { name }).nextElementSibling?.textContent
+    expect(value('flags')).toBe('{"desired_access":"FILE_READ_ATTRIBUTES|GENERIC_WRITE|SYNCHRONIZE","create_disposition":"FILE_OVERWRITE_IF"}')
+    expect(value('stacktrace')).toBe('["kernelbase+0x1a2b","dropper+0x1010"]')
+    expect(value('nt_status')).toBe('-1073741790')
+    expect(value('last_error')).toBe('5')
+    expect(value('buffer')).toBe('3f786850e387550fdab836ed7e6dc881de23001b')
+    expect(value('filepath')).toBe('C:\\Users\\Public\\invoiceRLOgpj.exe')
+    expect(document.body.innerHTML).not.toContain('\u202E')
+  })
+})
