@@ -5,7 +5,7 @@
 // __process__, then file/registry/mutex/network calls with 256-byte buffers), then runs
 // analyzeBehaviorDetailed (src/core/processing/behavior/index.ts, bundled with esbuild) in a
 // fresh Node process under /usr/bin/time. Prints one JSON line: MB/s, calls/s, calls kept
-// (default cap DEFAULT_MAX_CALLS = 10 000 per process), peak RSS.
+// (default cap DEFAULT_MAX_CALLS = 100,000 per process, processing/behavior/calls-store.ts), peak RSS.
 import { build } from 'esbuild'
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'

@@ -10,6 +10,7 @@ import type { NetnsGuest } from '../guests/netns-guest'
 import { startNetnsAnalysisNode } from '../guests/netns-analysis-node'
 import type { Harness } from '../service-harness'
 import { submitFile, waitForTask } from './e2e-helpers'
+import { schemaProblems } from '../report-contract'
 import type { CallsListing, CallsPage } from '../../src/shared/api/schemas'
 
 const SAMPLE = `#!/bin/sh
@@ -35,6 +36,7 @@ describe('calls of a Linux sample on a netns guest', () => {
     id = await submitFile(h, 'calls.sh', SAMPLE, { timeout: '30' })
     expect(await waitForTask(h, id, ['reported', 'failed_analysis', 'failed_processing'], 120_000)).toBe('reported')
     report = (await h.json<typeof report>(`/tasks/report/${id}`)).body
+    expect(schemaProblems(report)).toEqual([])
     sample = report.behavior.processes.find((p) => p.command_line.endsWith('calls.sh'))
   }, 180_000)
 

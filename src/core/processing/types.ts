@@ -4,6 +4,7 @@
 // (processing/pipeline.ts) runs them in Cuckoo's order and assembles reports/report.json with
 // Cuckoo 2's top-level keys (shared/reference/cuckoo-internals.md §7).
 import { Closed, Epoch, Nullable, Type, type Static } from './schema'
+import { ProcessCallCountsSchema, StoredCallSchema } from './behavior/calls-schema'
 
 /** The inputs of one task's processing. Every path is inside the analysis folder or the data dir. */
 export interface ProcessingContext {
@@ -32,28 +33,11 @@ export const YaraMatchSchema = Closed({
 export type YaraMatch = Static<typeof YaraMatchSchema>
 
 /**
- * One API or system call of a process (behavior.processes[].calls[]), Cuckoo 2's keys. Arguments
- * are the call's named arguments; Cuckoo's monitor adds flags, a stack trace and the Windows
- * error values.
+ * One process as Aviary reports it (behavior.processes[]): Cuckoo's keys, its calls as the calls
+ * store keeps them (behavior/calls-schema.ts), and how many calls were seen and kept. Cuckoo's
+ * monitor adds tid, time, type.
  */
-export const CallSchema = Type.Object({
-  category: Type.String(),
-  api: Type.String(),
-  arguments: Type.Record(Type.String(), Type.Unknown()),
-  return_value: Type.Unknown(),
-  status: Type.Unknown({ description: 'success: a boolean, or 1/0 as Cuckoo\'s monitor writes it' }),
-  time: Epoch,
-  tid: Type.Integer(),
-  flags: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  stacktrace: Type.Optional(Type.Array(Type.Unknown())),
-  last_error: Type.Optional(Type.Unknown()),
-  nt_status: Type.Optional(Type.Unknown()),
-  buffer: Type.Optional(Type.String())
-})
-export type Call = Static<typeof CallSchema>
-
-/** One process as Aviary reports it (behavior.processes[]). Cuckoo's monitor adds tid, time, type. */
-export const ProcessEntrySchema = Type.Object({
+export const ProcessEntrySchema = Closed({
   pid: Type.Integer(),
   ppid: Type.Integer(),
   process_name: Type.String(),
@@ -65,12 +49,15 @@ export const ProcessEntrySchema = Type.Object({
   exited: Nullable(Epoch),
   track: Type.Boolean(),
   modules: Type.Array(Type.Unknown()),
-  calls: Type.Array(CallSchema),
+  calls: Type.Array(StoredCallSchema),
+  ...ProcessCallCountsSchema.properties,
   tid: Type.Optional(Type.Integer()),
   time: Type.Optional(Type.Number()),
   type: Type.Optional(Type.String())
 })
 export type ProcessEntry = Static<typeof ProcessEntrySchema>
+/** A process as the log readers make it, before the calls store counts its calls. */
+export type ProcessSeen = Omit<ProcessEntry, 'calls_seen' | 'calls_kept'>
 
 /** A node of behavior.processtree. */
 export interface ProcessTreeNode {

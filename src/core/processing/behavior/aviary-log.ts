@@ -5,7 +5,7 @@
 // seconds.
 import { createReadStream } from 'node:fs'
 import { createInterface } from 'node:readline'
-import type { ProcessEntry } from '../types.js'
+import type { ProcessSeen } from '../types.js'
 import type { AnalyzerRecord } from '../../../guest-protocol/behavior.js'
 
 /** The analyzer record as read (AnalyzerRecord, times in epoch seconds; an unknown reason kept as written). */
@@ -17,7 +17,7 @@ export type Summary = Map<string, Set<string>>
 
 export interface AviaryBehavior {
   analyzer: AviaryAnalyzerInfo | null
-  processes: ProcessEntry[]
+  processes: ProcessSeen[]
   /** Whole-analysis summary (also the files and connections no process was named for). */
   summary: Summary
   perProcess: Map<number, Summary>
@@ -51,7 +51,7 @@ function program(commandLine: string): string {
 
 export async function readAviaryLog(path: string): Promise<AviaryBehavior> {
   const out: AviaryBehavior = { analyzer: null, processes: [], summary: new Map(), perProcess: new Map(), notes: [] }
-  const seen = new Map<number, ProcessEntry>()
+  const seen = new Map<number, ProcessSeen>()
   const counts = { bad: 0, files: 0, connections: 0, dropped: 0 }
   const forPid = (pid: number | null): Summary | null => {
     if (pid === null || !seen.has(pid)) return null
@@ -101,7 +101,7 @@ export async function readAviaryLog(path: string): Promise<AviaryBehavior> {
       const commandLine = text(r.command_line) ?? ''
       const exe = text(r.exe)
       const exited = num(r.exited)
-      const entry: ProcessEntry = {
+      const entry: ProcessSeen = {
         pid,
         ppid: num(r.ppid) ?? 0,
         // The name the command line gives (sh, not the dash it links to; bash even after it exec'd

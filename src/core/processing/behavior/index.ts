@@ -8,7 +8,7 @@
 // Like Cuckoo (analysis_size_limit), a .bson log over the size limit is skipped with a note.
 import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { ProcessEntry } from '../types.js'
+import type { ProcessEntry, ProcessSeen } from '../types.js'
 import { addTo, readAviaryLog, type AviaryAnalyzerInfo, type Summary } from './aviary-log.js'
 import type { CallsIndex, ProcessCallCounts } from './calls-schema.js'
 import { storedCallsView } from './calls-reader.js'
@@ -73,7 +73,7 @@ export function behaviorOptions(task: Record<string, unknown>): BehaviorOptions 
 export async function analyzeBehaviorDetailed(dir: string, options: BehaviorOptions = {}): Promise<BehaviorResult> {
   const sizeLimit = options.sizeLimit ?? DEFAULT_SIZE_LIMIT
   const logs = join(dir, 'logs')
-  const processes: ProcessEntry[] = []
+  const processes: ProcessSeen[] = []
   const perProcess = new Map<number, Summary>()
   const summary: Summary = new Map()
   const apistats: Record<string, Record<string, number>> = {}
@@ -158,7 +158,7 @@ export async function analyzeBehaviorDetailed(dir: string, options: BehaviorOpti
   for (const p of processes) {
     const s = stored.get(p.pid)
     const counts: ProcessCallCounts = { calls_seen: s === undefined ? 0 : s.calls + s.dropped, calls_kept: s?.calls ?? 0 }
-    Object.assign(p, counts)
+    Object.assign(p as ProcessEntry, counts)
     p.calls = committed !== null && s !== undefined ? storedCallsView(committed.dir, p.pid, s.calls) : []
   }
   result.calls = committed?.index ?? null
@@ -183,7 +183,7 @@ export async function analyzeBehaviorDetailed(dir: string, options: BehaviorOpti
 }
 
 /** A monitor process as behavior.processes[] shows it (Cuckoo's keys, without the parser's bookkeeping). */
-function reportProcess(p: MonitorProcess): ProcessEntry {
+function reportProcess(p: MonitorProcess): ProcessSeen {
   const { summary: _s, apistats: _a, is_64bit: _b, ignored: _i, ...entry } = p
   return entry
 }

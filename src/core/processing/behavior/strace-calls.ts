@@ -23,7 +23,7 @@
 // and skipped, and the log may stop anywhere (the result server's cap, a killed guest).
 import path from 'node:path'
 import dnsPacket from 'dns-packet'
-import type { ProcessEntry } from '../types'
+import type { ProcessSeen } from '../types'
 import { addTo, type Summary } from './aviary-log'
 import { boundedLines, type LinesEnd } from './bounded-lines'
 import type { StoredCall } from './calls-schema'
@@ -62,7 +62,7 @@ interface Proc {
 
 export interface StraceCallsResult {
   /** Processes the log shows that `known` did not name (see the header). */
-  processes: ProcessEntry[]
+  processes: ProcessSeen[]
   summary: Summary
   perProcess: Map<number, Summary>
   apistats: Record<string, Record<string, number>>

@@ -2,9 +2,9 @@
 // handler builds it: processes in first_seen order; one becomes its parent's child only when the
 // parent was seen before it, otherwise it is a root (so a pid reused later cannot adopt older
 // processes, and cycles cannot form).
-import type { ProcessEntry, ProcessTreeNode } from '../types.js'
+import type { ProcessSeen, ProcessTreeNode } from '../types.js'
 
-export function buildProcessTree(processes: readonly ProcessEntry[]): ProcessTreeNode[] {
+export function buildProcessTree(processes: readonly ProcessSeen[]): ProcessTreeNode[] {
   const byFirstSeen = [...processes].sort((a, b) => a.first_seen - b.first_seen)
   const nodes = new Map<number, ProcessTreeNode>()
   const roots: ProcessTreeNode[] = []

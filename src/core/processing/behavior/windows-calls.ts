@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { ProcessEntry } from '../types.js'
+import type { ProcessSeen } from '../types.js'
 import type { CallsStoreWriter } from './calls-store.js'
 import { readBsonStream, type BsonStreamEnd } from './bson.js'
 import { convert, list, parseInfo, plain, resolveFlags, str, type ApiInfo } from './monitor-args.js'
@@ -32,7 +32,7 @@ export interface MonitorCall {
   buffer?: string
 }
 
-export interface MonitorProcess extends ProcessEntry {
+export interface MonitorProcess extends ProcessSeen {
   is_64bit: boolean
   /** Its pid was taken already (by another log, or Aviary's analyzer log): its calls were not stored. */
   ignored: boolean
