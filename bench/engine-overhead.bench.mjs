@@ -10,8 +10,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { netnsFixture, root, serve, stop } from './netns-serve.mjs'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { netnsFixture, root, serve, stop, waitForRun } from './netns-serve.mjs'
 
 const args = process.argv.slice(2)
 const TASKS = args.includes('--tasks') ? Number(args[args.indexOf('--tasks') + 1]) : 50
@@ -47,18 +46,7 @@ try {
     ids.push((await res.json()).task_id)
   }
   const rows = []
-  for (const id of ids) {
-    for (;;) {
-      const { task } = await (await fetch(`${url}/tasks/view/${id}`)).json()
-      if (['completed', 'reported', 'failed_processing', 'failed_analysis'].includes(task.status)) {
-        const { timeline } = await (await fetch(`${url}/tasks/timeline/${id}`)).json()
-        const at = (stage) => timeline.find((e) => e.stage === stage)?.time
-        rows.push({ id, status: task.status, wall: at('completed') - at('machine_locked'), analysis: at('finished') - at('analyzer_started') })
-        break
-      }
-      await sleep(250)
-    }
-  }
+  for (const id of ids) rows.push(await waitForRun(url, id))
   const total = (performance.now() - t0) / 1000
   const failed = rows.filter((r) => r.status === 'failed_analysis').length
   const ok = rows.filter((r) => r.status !== 'failed_analysis' && Number.isFinite(r.analysis))

@@ -43,3 +43,22 @@ export async function stop(server) {
   server.kill('SIGTERM')
   await new Promise((r) => (server.exitCode !== null ? r() : server.once('exit', r)))
 }
+
+/** Final statuses of a run (completed moves on to reported between two polls). */
+export const FINAL = ['completed', 'reported', 'failed_processing', 'failed_analysis']
+
+/**
+ * Waits for task `id` to end and reads its timeline: `wall` is the run from machine_locked to
+ * completed, `analysis` the analyzer's own part (analyzer_started to finished), both in seconds.
+ */
+export async function waitForRun(url, id, pollMs = 250) {
+  for (;;) {
+    const { task } = await (await fetch(`${url}/tasks/view/${id}`)).json()
+    if (FINAL.includes(task.status)) {
+      const { timeline } = await (await fetch(`${url}/tasks/timeline/${id}`)).json()
+      const at = (stage) => timeline.find((e) => e.stage === stage)?.time
+      return { id, status: task.status, wall: at('completed') - at('machine_locked'), analysis: at('finished') - at('analyzer_started') }
+    }
+    await new Promise((r) => setTimeout(r, pollMs))
+  }
+}

@@ -18,8 +18,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { root, serve, stop } from './netns-serve.mjs'
+import { root, serve, stop, waitForRun } from './netns-serve.mjs'
 
 const args = process.argv.slice(2)
 const TASKS = args.includes('--tasks') ? Number(args[args.indexOf('--tasks') + 1]) : 10
@@ -71,16 +70,7 @@ try {
     form.set('file', new Blob([bytes]), `sleeper-${n}.exe`)
     form.set('timeout', '60')
     const id = (await (await fetch(`${url}/tasks/create/file`, { method: 'POST', body: form })).json()).task_id
-    for (;;) {
-      const { task } = await (await fetch(`${url}/tasks/view/${id}`)).json()
-      if (['completed', 'reported', 'failed_processing', 'failed_analysis'].includes(task.status)) {
-        const { timeline } = await (await fetch(`${url}/tasks/timeline/${id}`)).json()
-        const at = (stage) => timeline.find((e) => e.stage === stage)?.time
-        rows.push({ id, status: task.status, wall: at('completed') - at('machine_locked'), analysis: at('finished') - at('analyzer_started') })
-        break
-      }
-      await sleep(100)
-    }
+    rows.push(await waitForRun(url, id, 100))
   }
   const total = (performance.now() - t0) / 1000
   if (LOG && rows.length > 0) process.stderr.write(readFileSync(path.join(data, 'storage/analyses', String(rows[rows.length - 1].id), 'analysis.log'), 'utf8'))
