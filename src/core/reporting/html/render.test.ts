@@ -145,7 +145,7 @@ describe('renderHtmlReport', () => {
     for (const id of ['signatures', 'behavior', 'network', 'dropped', 'static', 'memory', 'screenshots', 'errors']) expect(html).toContain(`<section id="${id}">`)
     expect(html).toContain('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855')
     // 4 dangers + 5 warnings + 1 info = 23 → 23 / 5 = 4.6 (Cuckoo's formula).
-    expect(html).toContain('<div class="score s-mid" title="score 0-10"><b>4.6</b>score</div>')
+    expect(html).toContain('<div class="score s-medium" title="score 4.6 of 10: medium"><b>4.6</b>score</div>')
     // A call mark: pid, API and escaped arguments.
     expect(html).toContain(`<span class="tag">call</span>pid 1300 · <code>NtWriteVirtualMemory(process_handle=0x1c4, buffer=${text(HOSTILE)})</code>`)
     expect(html).toContain('2025-11-23 12:13:20 UTC') // info.started 1763900000.25
@@ -217,6 +217,21 @@ describe('renderHtmlReport on odd reports', () => {
         expect(html).toContain('No screenshots.') // a path that is not shots/NNNN.jpg is ignored
       }
     }
+  })
+})
+
+describe('the score in report.html', () => {
+  it('uses the app\'s one scale (src/shared/score.ts): a dropper\'s 1.2 is low, never the green of "safe"', async () => {
+    const levels: string[] = []
+    for (const score of [0, 1.2, 2, 5]) {
+      const out = path.join(dir, 'reports', `score-${score}.html`)
+      await renderHtmlReport({ info: { id: 1, score } }, { dir: path.join(dir, 'nothing'), out })
+      const html = readFileSync(out, 'utf8')
+      levels.push(/<div class="score (s-\w+)" title="score ([^"]+)">/.exec(html)?.slice(1).join(' ') ?? '')
+      // No rule of the page paints a score green.
+      expect(html).not.toMatch(/\.s-\w+ \{[^}]*(#2f855a|green)/)
+    }
+    expect(levels).toEqual(['s-none 0 of 10: no signature fired', 's-low 1.2 of 10: low', 's-medium 2 of 10: medium', 's-high 5 of 10: high'])
   })
 })
 

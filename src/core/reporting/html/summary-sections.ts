@@ -4,12 +4,10 @@ import { size, text, when } from './escape'
 import { kv, moreLine, type Obj } from './blocks'
 import type { PageWriter } from './page-writer'
 import { isObj, num, obj, objs, str } from '../report-view'
+import { scoreLevel, scoreWords } from '../../../shared/score'
 
 const SEVERITY: Record<number, string> = { 1: 'info', 2: 'warning', 3: 'danger' }
 
-function scoreClass(score: number): string {
-  return score >= 5 ? 's-high' : score >= 2 ? 's-mid' : 's-low'
-}
 
 function machineName(info: Obj): string {
   const m = info.machine
@@ -51,7 +49,7 @@ export function header(report: Obj): string {
     ['Ended', when(info.ended)],
     ['Duration', num(info, 'duration') !== null ? `${text(num(info, 'duration'))} s` : '']
   )
-  return `<header><div class="score ${scoreClass(score)}" title="score 0-10"><b>${text(score)}</b>score</div>` +
+  return `<header><div class="score s-${scoreLevel(score)}" title="score ${text(score)} of 10: ${scoreWords(score)}"><b>${text(score)}</b>score</div>` +
     `<div><h1>${text(title(report), 500)}</h1>${kv(facts)}</div></header>`
 }
 

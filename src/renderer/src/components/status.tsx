@@ -1,5 +1,6 @@
 // A task's status as a coloured badge (colour is never the only signal: the word is shown).
 import type { JSX } from 'react'
+import { scoreLevel, scoreWords, type ScoreLevel } from '../../../shared/score'
 
 const COLORS: Record<string, string> = {
   pending: 'bg-zinc-200 text-zinc-800 dark:bg-zinc-700 dark:text-zinc-100',
@@ -20,9 +21,20 @@ export function StatusBadge({ status }: { status: string }): JSX.Element {
   )
 }
 
-/** Score 0–10 as a coloured pill. */
+/** Each level of the shared scale (src/shared/score.ts), light and dark; text and pill pass WCAG AA contrast. */
+const SCORE_TONES: Record<ScoreLevel, string> = {
+  none: 'bg-zinc-200 text-zinc-800 dark:bg-zinc-700 dark:text-zinc-100',
+  low: 'bg-yellow-200 text-yellow-900 dark:bg-yellow-900 dark:text-yellow-100',
+  medium: 'bg-orange-200 text-orange-900 dark:bg-orange-800 dark:text-orange-50',
+  high: 'bg-red-700 text-white dark:bg-red-700 dark:text-white'
+}
+
+/** Score 0–10 as a coloured pill, its level in words on hover. */
 export function ScoreBadge({ score }: { score: number | null | undefined }): JSX.Element {
-  if (score === null || score === undefined || !Number.isFinite(score)) return <span className="text-zinc-400">—</span>
-  const tone = score >= 5 ? 'bg-red-600 text-white' : score >= 2 ? 'bg-amber-500 text-black' : 'bg-emerald-600 text-white'
-  return <span title={`score ${score} of 10`} className={`inline-block rounded-full px-2 text-xs font-semibold ${tone}`}>{score.toFixed(1)}</span>
+  if (score === null || score === undefined || !Number.isFinite(score)) return <span className="text-zinc-500 dark:text-zinc-400">—</span>
+  const level = scoreLevel(score)
+  return (
+    <span data-level={level} title={`score ${score} of 10: ${scoreWords(score)}`}
+      className={`inline-block rounded-full px-2 text-xs font-semibold ${SCORE_TONES[level]}`}>{score.toFixed(1)}</span>
+  )
 }
