@@ -49,12 +49,18 @@ export function Bytes({ value }: { value: number | null | undefined }): JSX.Elem
   return <span title={exactBytes(value)}>{formatBytes(value)}</span>
 }
 
-export function When({ value, now }: { value: unknown; now?: Date }): JSX.Element {
+/**
+ * A date: relative ("3 min ago") with the exact time on hover, or with `absolute` the exact time
+ * with the relative form on hover (pages about one task, where the exact time matters).
+ */
+export function When({ value, now, absolute = false }: { value: unknown; now?: Date; absolute?: boolean }): JSX.Element {
   const date = parseDate(value)
   if (!date) return <span>—</span>
+  const exact = formatExact(date)
+  const relative = formatRelative(date, now)
   return (
-    <time dateTime={date.toISOString()} title={formatExact(date)}>
-      {formatRelative(date, now)}
+    <time dateTime={date.toISOString()} title={absolute ? relative : exact}>
+      {absolute ? exact : relative}
     </time>
   )
 }

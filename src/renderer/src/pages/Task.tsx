@@ -16,12 +16,15 @@ import { ReportViews, TABS } from '../report/ReportViews'
 import { KeyValues, Mono } from '../report/common'
 import { Timeline } from '../task/Timeline'
 import { TaskActions } from '../task/TaskActions'
+import { RunProgress } from '../task/RunProgress'
+import { baseName } from '../report/model'
 import { apiSources } from '../task/sources'
 import { serviceCallsSource } from '../report/calls-source'
 import { ReportPage } from '../report/report-context'
 import { startFailure } from '../report/start-failure'
 import { taskArchiveMember } from '../report/archive'
 import type { Task } from '../../../shared/api/schemas'
+import { CompareWith } from '../compare/CompareWith'
 
 const SETTLED = new Set(['reported', 'failed_analysis', 'failed_processing', 'failed_reporting'])
 
@@ -32,11 +35,27 @@ function routeFact(task: Partial<Task>): JSX.Element | null {
   return null
 }
 
+/** The scheduler's reason why no configured machine can ever run this task (it starts with "unschedulable: "), or null. */
+export function unschedulable(task: Partial<Task>): string | null {
+  if (task.status !== 'pending' || !Array.isArray(task.errors)) return null
+  const e = task.errors.find((x) => typeof x === 'string' && x.startsWith(UNSCHEDULABLE))
+  return e === undefined ? null : e.slice(UNSCHEDULABLE.length)
+}
+const UNSCHEDULABLE = 'unschedulable: '
+
+/** What was analysed: a URL, or the file's name (the target is the server's storage path, .../uploads/<sha256>/<name>). */
+function targetShown(task: Partial<Task>): string {
+  const target = typeof task.target === 'string' ? task.target : ''
+  return task.category === 'url' ? target : baseName(target) || target
+}
+
 function TaskFacts({ task }: { task: Partial<Task> }): JSX.Element {
   const guest = task.guest && 'name' in task.guest ? task.guest : null
+  // The reason no machine can run it is said above the facts; the other errors are listed here.
+  const errors = Array.isArray(task.errors) ? task.errors.filter((e) => !(typeof e === 'string' && e.startsWith(UNSCHEDULABLE))) : []
   return (
     <KeyValues rows={[
-      ['Target', task.target && <Mono value={task.target} />],
+      ['Target', task.target && <span className="[overflow-wrap:anywhere]"><Mono value={targetShown(task)} /></span>],
       ['Archive member', taskArchiveMember(task) !== '' && <span data-testid="task-archive-member"><Mono value={taskArchiveMember(task)} /> <span className="text-zinc-500">(the member of a submitted archive that this task runs)</span></span>],
       ['Category', task.category && <SafeText value={task.category} />],
       ['Package', task.package && <SafeText value={task.package} />],
@@ -45,11 +64,11 @@ function TaskFacts({ task }: { task: Partial<Task> }): JSX.Element {
       ['Route', routeFact(task)],
       ['Priority', task.priority],
       ['Timeout', typeof task.timeout === 'number' && task.timeout > 0 ? `${task.timeout} s` : null],
-      ['Added', task.added_on && <When value={task.added_on} />],
-      ['Started', task.started_on && <When value={task.started_on} />],
-      ['Completed', task.completed_on && <When value={task.completed_on} />],
-      ['Errors', Array.isArray(task.errors) && task.errors.length > 0 && (
-        <ul className="text-red-700 dark:text-red-400">{task.errors.slice(0, 50).map((e, i) => <li key={i}><SafeText value={e} /></li>)}</ul>
+      ['Added', task.added_on && <When value={task.added_on} absolute />],
+      ['Started', task.started_on && <When value={task.started_on} absolute />],
+      ['Completed', task.completed_on && <When value={task.completed_on} absolute />],
+      ['Errors', errors.length > 0 && (
+        <ul className="text-red-700 dark:text-red-400">{errors.slice(0, 50).map((e, i) => <li key={i}><SafeText value={e} /></li>)}</ul>
       )]
     ]} />
   )
@@ -116,11 +135,19 @@ function TaskView({ id }: { id: number }): JSX.Element {
   const timelineTab = { id: 'timeline', label: 'Timeline', render: () => <Timeline connection={connection} id={id} status={status} /> }
   const setTab = (next: string) => setSearch((s) => { const n = new URLSearchParams(s); n.set('tab', next); return n }, { replace: true })
 
+  const noMachine = unschedulable(t)
   let report: JSX.Element
   if (!reported) {
     report = (
       <div>
-        <p className="mb-3 text-sm text-zinc-500">{status.startsWith('failed') ? 'The analysis failed: see the errors and the timeline.' : 'The report appears here once the task is reported.'}</p>
+        {noMachine !== null ? (
+          <p role="alert" data-testid="unschedulable" className="mb-3 rounded border border-amber-300 bg-amber-50 px-3 py-2 text-sm text-amber-950 dark:border-amber-800 dark:bg-amber-950 dark:text-amber-100">
+            No machine can run this task: <SafeText value={noMachine} />. It stays pending, with no report, until a machine that matches is configured (or it is deleted).
+          </p>
+        ) : (
+          <p className="mb-3 text-sm text-zinc-600 dark:text-zinc-400">{status.startsWith('failed') ? 'The analysis failed: see the errors and the timeline.' : 'The report appears here once the task is reported.'}</p>
+        )}
+        {status === 'running' && <RunProgress startedOn={t.started_on} timeout={t.timeout} />}
         <Timeline connection={connection} id={id} status={status} />
       </div>
     )
@@ -145,7 +172,8 @@ function TaskView({ id }: { id: number }): JSX.Element {
       <div className="mb-3 flex flex-wrap items-center gap-3">
         <h1 className="text-xl font-semibold">Task {id}</h1>
         <StatusBadge status={status} />
-        <TaskActions connection={connection} id={id} />
+        <TaskActions connection={connection} id={id} task={t} />
+        <CompareWith connection={connection} id={id} status={status} />
       </div>
       <div className="mb-4"><TaskFacts task={t} /></div>
       {notStarted !== null && (

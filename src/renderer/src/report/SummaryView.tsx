@@ -63,8 +63,8 @@ export function SummaryView({ report, sources }: { report: unknown; sources: Rep
             ['Package', str(info, 'package') && <SafeText value={str(info, 'package')} />],
             ['Platform', str(info, 'platform') && <SafeText value={str(info, 'platform')} />],
             ['Machine', machineName(info) && <SafeText value={machineName(info)} />],
-            ['Started', info.started !== undefined && info.started !== null && <When value={info.started} />],
-            ['Ended', info.ended !== undefined && info.ended !== null && <When value={info.ended} />],
+            ['Started', info.started !== undefined && info.started !== null && <When value={info.started} absolute />],
+            ['Ended', info.ended !== undefined && info.ended !== null && <When value={info.ended} absolute />],
             ['Duration', duration !== null && formatDuration(duration)],
             ['Capture', <Download key="p" href={pcap} name="dump.pcap">{pcap ? 'download dump.pcap' : 'no pcap'}</Download>]
           ] satisfies [string, ReactNode][])} />

@@ -30,7 +30,7 @@ export function KeyValues({ rows }: { rows: [string, ReactNode][] }): JSX.Elemen
         {kept.map(([k, v], i) => (
           <tr key={`${i}-${k}`} className="align-top">
             <th scope="row" className="py-0.5 pr-4 text-left font-medium whitespace-nowrap text-zinc-500">{k}</th>
-            <td className="py-0.5 break-all">{v}</td>
+            <td className="py-0.5 [overflow-wrap:anywhere]">{v}</td>
           </tr>
         ))}
       </tbody>
