@@ -217,5 +217,47 @@ export const migrations: Migration[] = [
         created_on TEXT NOT NULL
       );
     `
+  },
+  {
+    // The task search (db/task-search.ts, docs/api.md "Searching tasks").
+    version: 5,
+    name: 'the search index: report terms, task names, score order',
+    sql: `
+      -- What analysts look for in a report (domains and their parent domains, IPs, URLs, signature
+      -- names, dropped files' hashes), written by processing from the report it has in memory
+      -- (db/task-terms.repository.ts), replaced on a rereport, gone with the task. The primary key
+      -- keeps a term once per task; task_terms_term finds the tasks of a term.
+      CREATE TABLE task_terms (
+        task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        kind    TEXT NOT NULL CHECK (kind IN ('domain', 'ip', 'url', 'sig', 'hash')),
+        term    TEXT NOT NULL,
+        PRIMARY KEY (task_id, kind, term)
+      ) WITHOUT ROWID;
+      CREATE INDEX task_terms_term ON task_terms(term, kind, task_id);
+
+      -- A task's name as the list shows it (the URL, or the file name: the target after its last
+      -- '/'), for substring search in any case: FTS5's trigram index. Kept by plain SQL triggers,
+      -- so a task is findable whichever connection wrote it; nothing here calls back into JS.
+      CREATE VIRTUAL TABLE task_names USING fts5(name, tokenize = 'trigram');
+      INSERT INTO task_names (rowid, name)
+        SELECT id, CASE WHEN category = 'url' THEN target
+                        ELSE substr(target, length(rtrim(target, replace(target, '/', ''))) + 1) END
+        FROM tasks;
+      CREATE TRIGGER task_names_insert AFTER INSERT ON tasks BEGIN
+        INSERT INTO task_names (rowid, name) VALUES (NEW.id, CASE WHEN NEW.category = 'url' THEN NEW.target
+          ELSE substr(NEW.target, length(rtrim(NEW.target, replace(NEW.target, '/', ''))) + 1) END);
+      END;
+      CREATE TRIGGER task_names_update AFTER UPDATE OF category, target ON tasks BEGIN
+        UPDATE task_names SET name = CASE WHEN NEW.category = 'url' THEN NEW.target
+          ELSE substr(NEW.target, length(rtrim(NEW.target, replace(NEW.target, '/', ''))) + 1) END
+        WHERE rowid = NEW.id;
+      END;
+      CREATE TRIGGER task_names_delete AFTER DELETE ON tasks BEGIN
+        DELETE FROM task_names WHERE rowid = OLD.id;
+      END;
+
+      -- The task list sorted by score (NULL, no report yet, sorts lowest).
+      CREATE INDEX tasks_score ON tasks(score);
+    `
   }
 ]
