@@ -8,6 +8,7 @@ import { useId, useState, type JSX } from 'react'
 import { SafeLines, SafeText, Bytes } from '../components/text'
 import { isObj, num, obj, objs, str, strs, textOf, type Obj, type ReportSources } from './model'
 import { DataTable, Download, KeyValues, Mono, Section, Tags, type Column } from './common'
+import { CapturedHttp } from './CapturedHttp'
 
 const endpoint = (o: Obj, ip: string, port: string) => `${str(o, ip)}${num(o, port) !== null ? `:${num(o, port)}` : ''}`
 
@@ -46,16 +47,32 @@ export function NetworkView({ report, sources, taskRoute = null }: { report: unk
   const tls = objs(net, 'tls')
   const route = str(obj(report, 'info'), 'route') || (taskRoute ?? '')
   const flows = sources?.flows ? sources.flows() : undefined
+  const pcap = sources ? sources.pcap() : null
+  // Cuckoo's `hosts` leaves out private and local addresses; the flows may reach only those.
+  const shown = new Set(hosts)
+  const others = [...new Set([...objs(net, 'tcp'), ...objs(net, 'udp')].map((f) => str(f, 'dst')).filter((d) => d !== '' && !shown.has(d)))].slice(0, 500)
   return (
     <>
-      {route !== '' && (
-        <div className="mb-4">
-          <KeyValues rows={[['Route', (
-            <span key="r"><Mono value={route} />{ROUTE_NOTES[route] ? <span className="text-zinc-500"> — {ROUTE_NOTES[route]}</span> : null}</span>
-          )]]} />
-        </div>
-      )}
-      <Section title="Hosts" count={hosts.length}>{hosts.length > 0 ? <Tags values={hosts} /> : <p className="text-sm text-zinc-500">No hosts.</p>}</Section>
+      <div className="mb-4">
+        <KeyValues rows={[
+          ['Route', route !== '' && (
+            <span key="r"><Mono value={route} />{ROUTE_NOTES[route] ? <span className="text-zinc-600 dark:text-zinc-400"> — {ROUTE_NOTES[route]}</span> : null}</span>
+          )],
+          ['Capture', pcap !== null
+            ? <Download key="p" href={pcap} name="dump.pcap">download dump.pcap</Download>
+            : <span key="p" className="text-zinc-600 dark:text-zinc-400">no packet capture from this source</span>]
+        ]} />
+      </div>
+      <Section title="Hosts" count={hosts.length}>
+        {hosts.length > 0 && <Tags values={hosts} />}
+        {others.length > 0 && (
+          <div className="mt-1 text-sm">
+            <p className="mb-0.5 text-zinc-600 dark:text-zinc-400">{hosts.length > 0 ? 'Also reached by the flows' : 'No public host; the flows below reached'} (private or local addresses, which Cuckoo&apos;s host list leaves out):</p>
+            <Tags values={others} />
+          </div>
+        )}
+        {hosts.length === 0 && others.length === 0 && <p className="text-sm text-zinc-600 dark:text-zinc-400">No host was contacted.</p>}
+      </Section>
       <Section title="DNS" count={objs(net, 'dns').length}>
         <DataTable rows={objs(net, 'dns')} label="DNS queries" columns={[
           { title: 'request', cell: (d) => <Mono value={str(d, 'request')} />, sort: (d) => str(d, 'request') },
@@ -77,13 +94,7 @@ export function NetworkView({ report, sources, taskRoute = null }: { report: unk
             {captured.length - http.length} more captured request{captured.length - http.length === 1 ? ' is' : 's are'} listed under Decrypted HTTP(S), with {captured.length - http.length === 1 ? 'its answer' : 'their answers'}.
           </p>
         )}
-        <DataTable rows={http} label="HTTP requests" columns={[
-          { title: 'method', cell: (h) => <SafeText value={str(h, 'method')} />, sort: (h) => str(h, 'method') },
-          { title: 'host', cell: (h) => <Mono value={`${str(h, 'host')}${num(h, 'port') !== null && num(h, 'port') !== 80 ? `:${num(h, 'port')}` : ''}`} />, sort: (h) => str(h, 'host') },
-          { title: 'uri', cell: (h) => <Mono value={textOf(str(h, 'uri') || str(h, 'path'), 1000)} />, sort: (h) => str(h, 'uri') },
-          { title: 'user agent', cell: (h) => <Mono value={textOf(h['user-agent'], 300)} /> },
-          { title: 'status', cell: (h) => textOf(h.status), sort: (h) => num(h, 'status') ?? -1 }
-        ]} />
+        <CapturedHttp rows={http} />
       </Section>
       {exchanges.length > 0 && (
         <Section title="Decrypted HTTP(S)" count={exchanges.length}>
