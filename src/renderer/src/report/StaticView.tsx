@@ -8,6 +8,49 @@ import { DataTable, Empty, KeyValues, Mono, Section, Tags } from './common'
 
 const MAX_STRINGS = 500
 
+/** Abbreviations kept in capitals when a field name is read as words. */
+const ABBREVIATIONS: Record<string, string> = {
+  abi: 'ABI', os: 'OS', elf: 'ELF', pe: 'PE', pdf: 'PDF', id: 'ID', url: 'URL', urls: 'URLs', ip: 'IP', rva: 'RVA', va: 'VA', crc32: 'CRC32',
+  md5: 'MD5', sha1: 'SHA1', sha256: 'SHA256', dll: 'DLL', dlls: 'DLLs', tls: 'TLS', pdb: 'PDB', vba: 'VBA', ole: 'OLE', js: 'JS', xmp: 'XMP'
+}
+
+/** A report's snake_case field name as words ("start_of_section_headers" → "Start of section headers"); other keys as they are. */
+export function fieldWords(key: string): string {
+  if (!/^[a-z][a-z0-9]*(_[a-z0-9]+)*$/.test(key)) return key
+  const words = key.split('_').map((w) => ABBREVIATIONS[w] ?? w)
+  const first = words[0] as string
+  words[0] = first === first.toLowerCase() ? first.charAt(0).toUpperCase() + first.slice(1) : first
+  return words.join(' ')
+}
+
+/** A field's name in words, the report's own key on hover. */
+function FieldName({ k }: { k: string }): JSX.Element {
+  const words = fieldWords(k)
+  return words === k ? <SafeText value={k} /> : <span title={k}>{words}</span>
+}
+
+/** What static analysis reads (src/core/processing/static): said when a file gets none. */
+const READS = 'static analysis reads PE and ELF executables, PDF and Office documents, and zip and tar archives'
+
+function NoStatic({ report, s }: { report: unknown; s: Obj }): JSX.Element {
+  const target = obj(report, 'target')
+  const file = obj(target, 'file')
+  const size = num(file, 'size')
+  const type = str(file, 'type')
+  const error = str(s, 'error')
+  const isUrl = str(target, 'category') === 'url' || (str(target, 'url') !== '' && Object.keys(file).length === 0)
+  return (
+    <p data-testid="no-static" className="mb-3 text-sm text-zinc-600 dark:text-zinc-400">
+      {isUrl ? 'No static analysis: a URL task has no file to read.' : (
+        <>No static analysis{size !== null ? <> of this <Bytes value={size} /> file</> : null}
+          {error !== '' ? <>: it could not be read (<SafeText value={textOf(error, 500)} />).</>
+            : type !== '' ? <>: its type is <SafeText value={textOf(type, 300)} />, and {READS}.</>
+              : <>: {READS}, and the report does not say what this file is.</>}</>
+      )}
+    </p>
+  )
+}
+
 /** Any JSON value as tables, two levels deep at most, capped everywhere. */
 export function Generic({ value, depth = 0 }: { value: unknown; depth?: number }): JSX.Element {
   if (Array.isArray(value)) {
@@ -16,7 +59,7 @@ export function Generic({ value, depth = 0 }: { value: unknown; depth?: number }
       const rows = value as Obj[]
       const keys: string[] = []
       for (const r of rows.slice(0, 20)) for (const k of Object.keys(r)) if (!keys.includes(k) && keys.length < 8) keys.push(k)
-      return <DataTable rows={rows} label="rows" columns={keys.map((k) => ({ title: k, cell: (r: Obj) => <Mono value={textOf(r[k], 300)} />, sort: (r: Obj) => (typeof r[k] === 'number' ? r[k] : textOf(r[k], 100)) }))} />
+      return <DataTable rows={rows} label="rows" columns={keys.map((k) => ({ title: fieldWords(k), cell: (r: Obj) => <Mono value={textOf(r[k], 300)} />, sort: (r: Obj) => (typeof r[k] === 'number' ? r[k] : textOf(r[k], 100)) }))} />
     }
     return <Tags values={value.map((v) => textOf(v, 300))} />
   }
@@ -26,7 +69,7 @@ export function Generic({ value, depth = 0 }: { value: unknown; depth?: number }
       <table className="text-sm"><tbody>
         {entries.map(([k, v]) => (
           <tr key={k} className="align-top">
-            <th scope="row" className="py-0.5 pr-4 text-left font-medium text-zinc-500"><SafeText value={k} /></th>
+            <th scope="row" className="py-0.5 pr-4 text-left font-medium text-zinc-600 dark:text-zinc-400"><FieldName k={k} /></th>
             <td className="py-0.5 break-all">{depth < 2 && (Array.isArray(v) || isObj(v)) ? <Generic value={v} depth={depth + 1} /> : <Mono value={textOf(v, 1000)} />}</td>
           </tr>
         ))}
@@ -96,7 +139,7 @@ function ElfView({ elf }: { elf: Obj }): JSX.Element {
       <Section title="ELF header"><Generic value={header} depth={2} /></Section>
       {libs.length > 0 && <Section title="Libraries" count={libs.length}><Tags values={libs} /></Section>}
       {Object.entries(elf).filter(([k]) => !['file_header', 'header', 'libraries', 'needed'].includes(k)).map(([k, v]) => (
-        <Section key={k} title={k.replace(/_/g, ' ')}><Generic value={v} depth={1} /></Section>
+        <Section key={k} title={fieldWords(k)}><Generic value={v} depth={1} /></Section>
       ))}
     </>
   )
@@ -110,15 +153,15 @@ export function StaticView({ report }: { report: unknown }): JSX.Element {
   const isPe = keys.some((k) => k.startsWith('pe_'))
   const strings = strs(report, 'strings')
   const [allStrings, setAllStrings] = useState(false)
-  const size = num(obj(report, 'target', 'file'), 'size')
   return (
     <>
-      {keys.length === 0 && <Empty>No static analysis{size !== null ? <> of this <Bytes value={size} /> file</> : null}.</Empty>}
+      {(keys.length === 0 || (keys.length === 1 && keys[0] === 'error')) && <NoStatic report={report} s={s} />}
       {isPe && <PeView s={s} />}
       {keys.filter((k) => !(isPe && (k.startsWith('pe_') || PE_OWN.has(k)))).map((k) => {
         const v = s[k]
         if (k === 'elf' && isObj(v)) return <ElfView key={k} elf={v} />
-        return <Section key={k} title={k.replace(/_/g, ' ')}><Generic value={v} depth={1} /></Section>
+        if (k === 'error' && keys.length === 1) return null
+        return <Section key={k} title={fieldWords(k)}><Generic value={v} depth={1} /></Section>
       })}
       <Section title="Strings" count={strings.length}>
         {strings.length === 0 ? <Empty>No strings.</Empty> : (
