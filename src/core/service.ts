@@ -31,6 +31,8 @@ import { ConnectionsRepository } from './connections/connections.repository'
 import { ConnectionsService } from './connections/connections.service'
 import { DEFAULT_HOST, DEFAULT_MAX_UPLOAD, DEFAULT_PORT, VERSION, defaultTaskCacheBytes } from './config'
 import type { UnpackLimits } from './submit/unpack'
+import { RetentionService } from './retention/retention.service'
+import { RetentionSchedule, type ScheduleOptions } from './retention/retention-schedule'
 
 export interface ServiceOptions {
   dataDir: string
@@ -62,6 +64,8 @@ export interface ServiceOptions {
   engine?: boolean
   /** The built UI served at `/` (default: out/renderer next to the bundle); null serves none. */
   uiDir?: string | null
+  /** The retention schedule's clock and how often it looks (tests: a moved clock, a few ms). */
+  retentionSchedule?: Pick<ScheduleOptions, 'checkMs' | 'now'>
 }
 
 interface Running {
@@ -70,6 +74,8 @@ interface Running {
   db: Db
   bus: EventBus
   pool: HashPool
+  retention: RetentionService
+  schedule: RetentionSchedule
   unlock: () => void
   url: string
 }
@@ -112,6 +118,7 @@ export class AviaryService {
     /** The routes when no engine runs (they are read once). */
     let staticRouting: RoutingSettings | null = null
     const pool = new HashPool(this.opts.hashWorker)
+    let retention: RetentionService | null = null
     try {
       await cleanTmp(layout.tmp)
       db = openDatabase(layout.database)
@@ -123,6 +130,11 @@ export class AviaryService {
       const detectType = createFileTypeDetector()
       const store = new SampleStore(layout, samples, pool, detectType)
       const maxUploadBytes = this.opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD
+      const tasksService = new TasksService(tasks, layout)
+      // Retention logs to the app's log, which exists once the app is built.
+      let appLog: App['log'] | null = null
+      const log = { info: (m: string) => appLog?.info(m), warn: (m: string) => appLog?.warn(m) }
+      retention = new RetentionService({ db, layout, tasks: tasksService, log, now: this.opts.retentionSchedule?.now })
       const app = await buildApp(
         {
           version: VERSION,
@@ -131,7 +143,7 @@ export class AviaryService {
             tasks, samples, machines, store, layout, submits: new SubmitsRepository(db), unpackLimits: this.opts.unpackLimits,
             routing: () => (engine ? engine.routing() : staticRouting)
           }),
-          tasks: new TasksService(tasks, layout),
+          tasks: tasksService,
           results: new ResultsService(layout, tasks),
           status: new StatusService(tasks, machines, layout, VERSION),
           samples,
@@ -144,6 +156,7 @@ export class AviaryService {
           aviaryStats: new AviaryStatsService(new TaskStats(db), machines, layout.root),
           // The engine is made after the app: read when a request comes.
           get fleet() { return engine?.fleet ?? null },
+          retention,
           routing: () => (engine ? engine.routing() : staticRouting),
           requestExit: () => (this.opts.onExitRequest ?? (() => void this.stop()))()
         },
@@ -172,11 +185,16 @@ export class AviaryService {
         staticRouting = fleet.settings.routing
       }
       await app.listen({ host: this.opts.host ?? DEFAULT_HOST, port: this.opts.port ?? DEFAULT_PORT })
+      appLog = app.log
+      // Retention's schedule looks every minute; it runs only when retention.json turns it on.
+      const schedule = new RetentionSchedule(retention, { ...this.opts.retentionSchedule, log })
+      schedule.start()
       const address = app.server.address() as AddressInfo
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
-      this.running = { app, engine, db, bus, pool, unlock, url: `http://${host}:${address.port}` }
+      this.running = { app, engine, db, bus, pool, retention, schedule, unlock, url: `http://${host}:${address.port}` }
       return { url: this.running.url }
     } catch (err) {
+      await retention?.stop()
       await engine?.stop()
       await pool.stop()
       db?.close()
@@ -191,6 +209,9 @@ export class AviaryService {
     const r = this.running
     if (!r) return
     this.running = null
+    // A retention run under way ends after the task it is deleting; then the engine stops.
+    await r.schedule.stop()
+    await r.retention.stop()
     await r.engine?.stop()
     await r.app.close()
     await r.pool.stop()

@@ -14,6 +14,7 @@ import type { AviaryStatsService } from '../status/aviary-stats.service'
 import type { Fleet } from '../fleet/fleet.service'
 import type { ConnectionsService } from '../connections/connections.service'
 import type { RoutingSettings } from '../network/routing-config'
+import type { RetentionService } from '../retention/retention.service'
 
 export interface ApiContext {
   version: string
@@ -34,6 +35,8 @@ export interface ApiContext {
   aviaryStats: AviaryStatsService
   /** Machine controls and the doctor, from the running engine; null while it is off. */
   readonly fleet: Fleet | null
+  /** Retention rules, their dry run and runs (/aviary/retention). */
+  retention: RetentionService
   /** The routes of machines.json now; null: this host routes nothing. */
   routing(): RoutingSettings | null
   /** Stops the service (GET /exit in debug mode). */

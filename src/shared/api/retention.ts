@@ -18,6 +18,8 @@ export type RetentionStatus = (typeof RETENTION_STATUSES)[number]
 export const MAX_RULES = 100
 export const MAX_RUN_TASKS = 200_000
 const SCORE_TEXT = 'a number from 0 to 1000'
+const STATUSES_TEXT = `a list of distinct statuses among ${RETENTION_STATUSES.join(', ')} (pending, running and completed tasks are never deleted)`
+const TAGS_TEXT = 'a list of 1 to 20 tags of 1 to 255 characters'
 
 /** What a rule is made of, as the API takes it (POST and PUT replace every field). */
 export const RuleFields = Type.Object({
@@ -27,12 +29,12 @@ export const RuleFields = Type.Object({
     'a number of days from 0 to 36500')),
   age_of: Type.Optional(allowed(Type.String({ enum: ['completed', 'added'], default: 'completed', description: 'which time older_than_days counts from' }),
     'completed or added')),
-  statuses: Type.Optional(allowed(Type.Array(Type.String({ enum: [...RETENTION_STATUSES] }), { minItems: 1, maxItems: RETENTION_STATUSES.length, uniqueItems: true, description: 'only tasks in these statuses (default: all of them)' }),
-    `a list of distinct statuses among ${RETENTION_STATUSES.join(', ')} (pending, running and completed tasks are never deleted)`)),
+  statuses: Type.Optional(allowed(Type.Array(allowed(Type.String({ enum: [...RETENTION_STATUSES] }), STATUSES_TEXT), { minItems: 1, maxItems: RETENTION_STATUSES.length, uniqueItems: true, description: 'only tasks in these statuses (default: all of them)' }),
+    STATUSES_TEXT)),
   score_below: Type.Optional(allowed(Type.Number({ minimum: 0, maximum: 1000, description: 'only tasks whose score is below this (tasks without a score never match)' }), SCORE_TEXT)),
   score_above: Type.Optional(allowed(Type.Number({ minimum: 0, maximum: 1000, description: 'only tasks whose score is above this (tasks without a score never match)' }), SCORE_TEXT)),
-  tags: Type.Optional(allowed(Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { minItems: 1, maxItems: 20, description: 'only tasks with at least one of these tags' }),
-    'a list of 1 to 20 tags of 1 to 255 characters')),
+  tags: Type.Optional(allowed(Type.Array(allowed(Type.String({ minLength: 1, maxLength: 255 }), TAGS_TEXT), { minItems: 1, maxItems: 20, description: 'only tasks with at least one of these tags' }),
+    TAGS_TEXT)),
   larger_than_mb: Type.Optional(allowed(Type.Number({ exclusiveMinimum: 0, maximum: 1e9, description: 'only tasks whose analysis folder is larger than this many MiB' }),
     'a number of MiB above 0')),
   free_until_gb: Type.Optional(allowed(Type.Number({ exclusiveMinimum: 0, maximum: 1e6, description: 'largest analyses first, only until this many GiB are free on the analyses\' disk' }),
@@ -116,7 +118,7 @@ export type Preview = Static<typeof Preview>
 
 export const RunBody = Type.Object({
   rule: Type.Optional(allowed(Type.Integer({ minimum: 1, description: 'one rule (enabled or not); default: every enabled rule' }), 'the id of a rule')),
-  tasks: Type.Optional(allowed(Type.Array(Type.Integer({ minimum: 1 }), { maxItems: MAX_RUN_TASKS, description: 'the task ids the preview listed: only these are deleted, if they still match' }),
+  tasks: Type.Optional(allowed(Type.Array(allowed(Type.Integer({ minimum: 1 }), `a list of at most ${MAX_RUN_TASKS} task ids`), { maxItems: MAX_RUN_TASKS, description: 'the task ids the preview listed: only these are deleted, if they still match' }),
     `a list of at most ${MAX_RUN_TASKS} task ids`))
 }, { additionalProperties: false })
 export type RunBody = Static<typeof RunBody>
