@@ -13,6 +13,7 @@ import type { FileTypeDetector } from '../hashing/magic'
 import { fileInfo, type DroppedFile, type FileInfo } from './file-info'
 import { Closed, Type, type Static } from './schema'
 import { YaraMatchSchema } from './types'
+import { boundedLines } from './behavior/bounded-lines'
 
 const YaraList = Type.Array(YaraMatchSchema)
 
@@ -54,9 +55,49 @@ async function uploadsIndex(dir: string): Promise<Map<string, { filepath: string
   return index
 }
 
+/** Caps on reading the guest's file records for the other paths of a dropped content. */
+const MAX_RECORD_LINE = 64 * 1024
+const MAX_RECORD_LINES = 1_000_000
+const MAX_PATHS_PER_CONTENT = 100
+
+/**
+ * Aviary's analyzer uploads a content once however many paths it was written to, and records each
+ * path with its sha256 in logs/behavior.jsonl: sha256 → the paths (in order) with their writers.
+ * Read with a bound on each line and on the count; a record of any other shape is skipped.
+ */
+async function pathsByContent(dir: string): Promise<Map<string, Map<string, number[]>>> {
+  const out = new Map<string, Map<string, number[]>>()
+  let n = 0
+  try {
+    for await (const raw of boundedLines(path.join(dir, 'logs', 'behavior.jsonl'), MAX_RECORD_LINE, () => undefined)) {
+      if (++n > MAX_RECORD_LINES) break
+      let r: { type?: unknown; op?: unknown; path?: unknown; sha256?: unknown; pid?: unknown }
+      try {
+        r = JSON.parse(Buffer.from(raw, 'latin1').toString('utf8')) as typeof r
+      } catch {
+        continue
+      }
+      if (r === null || typeof r !== 'object' || r.type !== 'file' || r.op === 'deleted') continue
+      if (typeof r.path !== 'string' || r.path === '' || typeof r.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(r.sha256)) continue
+      let paths = out.get(r.sha256)
+      if (paths === undefined) out.set(r.sha256, (paths = new Map()))
+      let pids = paths.get(r.path)
+      if (pids === undefined) {
+        if (paths.size >= MAX_PATHS_PER_CONTENT) continue
+        paths.set(r.path, (pids = []))
+      }
+      if (Number.isInteger(r.pid) && !pids.includes(r.pid as number)) pids.push(r.pid as number)
+    }
+  } catch {
+    /* no behavior.jsonl (a Cuckoo analyzer): each file once, as uploaded */
+  }
+  return out
+}
+
 export async function droppedFiles(dir: string, detectType: FileTypeDetector, log: (m: string) => void): Promise<DroppedFile[]> {
   const index = await uploadsIndex(dir)
   const out: DroppedFile[] = []
+  const others = await pathsByContent(dir)
   for (const folder of ['files', 'package_files']) {
     for (const name of await regularFiles(path.join(dir, folder))) {
       if (out.length >= MAX_DROPPED) {
@@ -66,7 +107,14 @@ export async function droppedFiles(dir: string, detectType: FileTypeDetector, lo
       const relpath = `${folder}/${name}`
       const meta = index.get(relpath)
       const info = await fileInfo(path.join(dir, folder, name), name.replace(/^[0-9a-f]{16}_/, ''), detectType)
-      out.push({ ...info, relpath, filepath: meta?.filepath ?? null, pids: meta?.pids ?? [] })
+      const entry: DroppedFile = { ...info, relpath, filepath: meta?.filepath ?? null, pids: meta?.pids ?? [] }
+      out.push(entry)
+      // The same bytes written to other paths: listed again, each with its own path and writers.
+      for (const [other, pids] of others.get(info.sha256) ?? []) {
+        if (other === entry.filepath) continue
+        if (out.length >= MAX_DROPPED) break
+        out.push({ ...entry, yara: [], urls: [], filepath: other, pids })
+      }
     }
   }
   return out

@@ -38,7 +38,9 @@ export async function metadata(dir: string, listed: { dropped: (FileInfo & { rel
   const output: Metadata['output'] = {
     memdumps: [],
     buffers: listed.buffer.map((b) => outputFile(dir, b.path, b.sha256)),
-    dropped: listed.dropped.filter((d) => d.relpath.startsWith('files/')).map((d) => outputFile(dir, path.join(dir, d.relpath), d.sha256))
+    // A file written to several paths is listed once per path in `dropped`, and once here.
+    dropped: [...new Map(listed.dropped.filter((d) => d.relpath.startsWith('files/')).map((d) => [d.relpath, d])).values()]
+      .map((d) => outputFile(dir, path.join(dir, d.relpath), d.sha256))
   }
   const pcap = path.join(dir, 'dump.pcap')
   if ((await lstat(pcap).catch(() => null))?.isFile()) output.pcap = outputFile(dir, pcap, await sha256(pcap))
