@@ -45,8 +45,12 @@ async function resultServer(uploadMaxSize: number): Promise<{ port: number; dir:
   return { port, dir, uploads }
 }
 
-/** Runs `script` under the analyzer's strace, streaming to the result server on `port`. */
-async function run(port: number, script: string, options = '') {
+/**
+ * Runs `script` under the analyzer's strace, streaming to the result server on `port`. As the
+ * analyzer does, the trace is finished once strace has exited (the tree ended), or at once with
+ * `untilExit: false` (the analysis timed out with the sample still running).
+ */
+async function run(port: number, script: string, options = '', o: { untilExit: boolean } = { untilExit: true }) {
   const analyzerDir = mkdtempSync(join(work, 'analyzer-'))
   const sample = join(analyzerDir, 'sample.sh')
   writeFileSync(sample, `#!/bin/sh\n${script}\n`, { mode: 0o755 })
@@ -57,6 +61,7 @@ async function run(port: number, script: string, options = '') {
   await new Promise<void>((ok) => child.once('spawn', () => ok()))
   trace.started(child)
   const t0 = Date.now()
+  if (o.untilExit) await new Promise<void>((ok) => (child.exitCode !== null || child.signalCode !== null ? ok() : child.once('exit', () => ok())))
   const result = await trace.finish()
   return { result, analyzerDir, ms: Date.now() - t0, sample, child }
 }
@@ -103,7 +108,7 @@ describe('strace streamed to the result server', () => {
 
   it('lets a sample that is still running go, and ends the trace', async () => {
     const rs = await resultServer(128 * 1024 * 1024)
-    const { result, ms, child, analyzerDir } = await run(rs.port, 'sleep 30 & echo $! > sleeper.pid')
+    const { result, ms, child, analyzerDir } = await run(rs.port, 'sleep 30 & echo $! > sleeper.pid', '', { untilExit: false })
     const sleeper = Number(readFileSync(join(analyzerDir, 'sleeper.pid'), 'utf8'))
     try {
       expect(ms).toBeLessThan(15_000)
