@@ -1,6 +1,7 @@
 // The `aviary` command: `serve` runs the headless analysis service, `submit` sends samples and
 // URLs to it (or to any Cuckoo-compatible instance) the way `cuckoo submit` did, `agent` runs the
-// guest agent, `doctor` checks the machines, and `machines import` moves a Cuckoo setup over.
+// guest agent, `doctor` checks the machines, `machines import` moves a Cuckoo setup over, and
+// `retention` lists, previews and runs the rules that delete old analyses.
 import { existsSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
@@ -11,6 +12,7 @@ import { importCuckooConf } from './machinery/cuckoo-import'
 import { runAgent } from '../agent/index'
 import { DEFAULT_HOST, DEFAULT_PORT, VERSION, defaultDataDir, parseSize } from './config'
 import { runSubmit } from './submit-cli'
+import { retentionCommand } from './retention/retention-cli'
 
 const int = (name: string, min: number, max: number) => (v: string): number => {
   const n = Number(v)
@@ -112,6 +114,8 @@ export async function main(argv: string[]): Promise<number> {
     .action(async (targets: string[], o) => {
       exitCode = await runSubmit(targets, o)
     })
+
+  retentionCommand(program, (code) => { exitCode = code })
 
   try {
     await program.parseAsync(argv, { from: 'user' })
