@@ -1,73 +1,223 @@
-// TaskSearch keeps its in-memory columns right through changes made on its own connection (TEMP
-// triggers, rolled back ones included) and by another connection (data_version), on a real file.
+// The task search on a real SQLite file: every kind of term, plain text, several terms, sorting,
+// the status and category filters, hostile values, and what other connections write. Terms are
+// written through TaskTermsRepository as processing writes them (search-index.test.ts makes them
+// from real processed reports).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openDatabase, type Db } from './database'
-import { TaskSearch, searchName } from './task-search'
-import { TaskMoves } from './task-moves'
+import { TaskSearch, type SearchQuery } from './task-search'
+import { TaskTermsRepository } from './task-terms.repository'
+import { SearchSyntaxError } from '../../shared/search-query'
+import { reportTerms } from '../search/report-terms'
+
+const MD5 = '0123456789abcdef0123456789abcdef'
+const SHA256 = 'fedcba9876543210'.repeat(4)
+const DROPPED = { md5: 'aa'.repeat(16), sha1: 'bb'.repeat(20), sha256: 'cc'.repeat(32) }
 
 describe('TaskSearch', () => {
   let dir: string
   let db: Db
   let search: TaskSearch
-  const insert = (target: string, status = 'pending', conn: Database.Database = db) =>
-    Number(conn.prepare(`INSERT INTO tasks (category, target, clock, added_on, status) VALUES (?, ?, '2026-01-01 00:00:00', '2026-01-01 00:00:00', ?)`)
-      .run(target.startsWith('http') ? 'url' : 'file', target, status).lastInsertRowid)
-  const find = (q: string, statuses?: ('pending' | 'reported')[]) =>
-    search.search({ q, statuses, offset: 0, limit: 100, order: 'asc' })
-  const nextTurn = () => new Promise((r) => setImmediate(r))
-  /** pending → … → reported, through TaskMoves: on this connection a status changes no other way. */
-  const report = (id: number) => {
-    const moves = TaskMoves.of(db)
-    moves.move(id, 'pending', 'running')
-    moves.move(id, 'running', 'completed')
-    moves.move(id, 'completed', 'reported')
-  }
+  let terms: TaskTermsRepository
+  const insert = (target: string, o: { status?: string; tags?: string[]; machine?: string; score?: number; added?: string; sample?: number; conn?: Database.Database } = {}) =>
+    Number((o.conn ?? db).prepare(`INSERT INTO tasks (category, target, clock, added_on, status, tags, machine, score, sample_id)
+      VALUES (?, ?, '2026-01-01 00:00:00', ?, ?, ?, ?, ?, ?)`)
+      .run(target.startsWith('http') ? 'url' : target.endsWith('.zip!') ? 'archive' : 'file', target, o.added ?? '2026-01-01 00:00:00',
+        o.status ?? 'pending', JSON.stringify(o.tags ?? []), o.machine ?? null, o.score ?? null, o.sample ?? null).lastInsertRowid)
+  const find = (q: string, more: Partial<SearchQuery> = {}) => search.search({ q, offset: 0, limit: 100, order: 'asc', ...more }).ids
+  const index = (id: number, report: unknown) => terms.replace(id, reportTerms(report).terms)
 
   beforeEach(() => {
     dir = mkdtempSync(path.join(tmpdir(), 'aviary-search-'))
     db = openDatabase(path.join(dir, 'aviary.db'))
     search = new TaskSearch(db)
+    terms = new TaskTermsRepository(db)
   })
   afterEach(() => {
     db.close()
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it('names a task by its URL or its file name, in lower case', () => {
-    expect(searchName('url', 'http://Example.COM/a/b')).toBe('http://example.com/a/b')
-    expect(searchName('file', '/data/storage/uploads/abc/Setup Ü.EXE')).toBe('setup ü.exe')
+  it('finds a task by its file name or URL in any case, Unicode included, never by the folders of the stored path', () => {
+    const a = insert('/data/storage/uploads/abc/Setup Ü.EXE')
+    const b = insert('http://Example.COM/a/b')
+    const c = insert('/data/storage/uploads/def/x')
+    expect(find('setup')).toEqual([a])
+    expect(find('ü.e')).toEqual([a]) // the trigram index folds Unicode case
+    expect(find('Ü')).toEqual([a]) // one character: GLOB over both cases
+    expect(find('example.com/A')).toEqual([b])
+    expect(find('name:"setup ü.exe"')).toEqual([a])
+    expect(find('x')).toEqual([a, b, c]) // .EXE and Example have one too
+    expect(find('uploads')).toEqual([])
+    expect(find('abc')).toEqual([])
   })
 
-  it('follows inserts, updates, deletes and rollbacks on its own connection', () => {
-    const a = insert('/u/x/alpha.exe')
-    expect(find('alpha')).toEqual({ ids: [a], total: 1 }) // first use: loads
-    const b = insert('/u/x/beta.exe')
-    expect(find('.exe').ids).toEqual([a, b])
-    report(b)
-    expect(find('', ['reported']).ids).toEqual([b])
-    expect(() => db.transaction(() => {
-      report(a)
-      db.prepare(`UPDATE tasks SET target = '/u/x/gamma.exe' WHERE id = ?`).run(a)
-      throw new Error('rolled back')
-    })()).toThrow('rolled back')
-    expect(find('', ['reported']).ids).toEqual([b])
-    expect(find('gamma').total).toBe(0)
-    db.prepare('DELETE FROM tasks WHERE id = ?').run(a)
-    expect(find('.exe').ids).toEqual([b])
-    expect(search.search({ offset: 0, limit: 10, order: 'desc' })).toEqual({ ids: [b], total: 1 })
+  it('finds each kind of report term: domains by themselves and their parents, IPs, URLs, signatures, dropped hashes', () => {
+    const a = insert('/u/h/a.exe', { status: 'reported' })
+    const b = insert('/u/h/b.exe', { status: 'reported' })
+    index(a, {
+      network: {
+        domains: [{ domain: 'C2.Evil.example.com', ip: '203.0.113.7' }], hosts: ['198.51.100.1'],
+        http: [{ uri: 'http://c2.evil.example.com/gate.php?id=7', host: 'c2.evil.example.com' }],
+        tcp: [{ dst: '2001:DB8:0:0:0:0:0:1' }]
+      },
+      signatures: [{ name: 'antivm_generic_disk', families: ['Emotet'] }],
+      dropped: [DROPPED]
+    })
+    index(b, { network: { domains: [{ domain: 'example.com', ip: '' }] }, signatures: [{ name: 'antivm_cpuid', families: [] }] })
+    expect(find('domain:c2.evil.example.com')).toEqual([a])
+    expect(find('domain:EVIL.example.com.')).toEqual([a])
+    expect(find('domain:example.com')).toEqual([a, b])
+    expect(find('domain:https://evil.example.com/x')).toEqual([a])
+    expect(find('domain:vil.example.com')).toEqual([]) // whole labels only
+    expect(find('ip:203.0.113.7')).toEqual([a])
+    expect(find('ip:203.000.113.007')).toEqual([a])
+    expect(find('ip:198.51.100.1')).toEqual([a])
+    expect(find('ip:2001:db8::1')).toEqual([a])
+    expect(find('ip:203.0.113.70')).toEqual([])
+    expect(find('url:c2.evil.example.com/gate.php?id=7')).toEqual([a])
+    expect(find('url:https://C2.evil.example.com/gate.php')).toEqual([a]) // without its query; the scheme is not compared
+    expect(find('url:c2.evil.example.com/gate')).toEqual([])
+    expect(find('sig:antivm')).toEqual([a, b])
+    expect(find('sig:antivm_generic')).toEqual([a])
+    expect(find('sig:ANTIVM_GENERIC_DISK')).toEqual([a])
+    expect(find('sig:emotet')).toEqual([a])
+    expect(find('sig:antiv')).toEqual([]) // starts at '_' only
+    expect(find(`hash:${DROPPED.md5}`)).toEqual([a])
+    expect(find(`hash:${DROPPED.sha256.slice(0, 8)}`)).toEqual([a])
+    expect(find(`hash:${DROPPED.sha1.toUpperCase()}`)).toEqual([a])
   })
 
-  it('reloads after another connection wrote', async () => {
-    insert('/u/x/one.exe')
-    expect(find('.exe').total).toBe(1)
+  it('plain text is every kind it can be; several terms must all match', () => {
+    db.prepare(`INSERT INTO samples (file_size, file_type, md5, crc32, sha1, sha256, sha512, ssdeep, added_on)
+      VALUES (1, 'data', ?, '0', ?, ?, ?, NULL, '2026-01-01 00:00:00')`).run(MD5, '1'.repeat(40), SHA256, '2'.repeat(128))
+    const a = insert('/u/h/a.exe', { status: 'reported', tags: ['Win7', 'x64'], machine: 'vm1', sample: 1 })
+    const b = insert('/u/h/b.exe', { status: 'reported', tags: ['win10'] })
+    const c = insert('http://evil.example/', { status: 'reported' })
+    db.prepare(`INSERT INTO guests (task_id, name, label, manager, status, started_on) VALUES (?, 'cuckoo1', 'Win10-Label', 'kvm', 'stopped', '2026-01-01 00:00:00')`).run(b)
+    index(a, { network: { domains: [{ domain: 'evil.example', ip: '203.0.113.7' }] }, signatures: [{ name: 'network_http', families: [] }], dropped: [DROPPED] })
+    index(b, { network: { http: [{ uri: 'http://other.example/evil.example', host: 'other.example' }] } })
+    expect(find('evil.example')).toEqual([a, c]) // a's domain, c's URL; b only has it in a path
+    expect(find('203.0.113.7')).toEqual([a])
+    expect(find('network_http')).toEqual([a])
+    expect(find('network')).toEqual([a])
+    expect(find(DROPPED.md5)).toEqual([a])
+    expect(find(MD5.slice(0, 6))).toEqual([a])
+    expect(find('other.example/evil.example')).toEqual([b])
+    expect(find('WIN7')).toEqual([a])
+    expect(find('tag:x64')).toEqual([a])
+    expect(find('tag:x6')).toEqual([]) // a tag is whole
+    expect(find('machine:VM1')).toEqual([a])
+    expect(find('machine:cuckoo1')).toEqual([b])
+    expect(find('machine:win10-label')).toEqual([b])
+    expect(find(String(b))).toEqual([b])
+    expect(find(`id:${c}`)).toEqual([c])
+    expect(find('evil.example network_http')).toEqual([a])
+    expect(find('evil.example tag:win10')).toEqual([])
+    expect(find('   ')).toEqual([a, b, c])
+  })
+
+  it('sorts by score (no score lowest), time added or id, and filters by category and status', () => {
+    const a = insert('/u/h/a.exe', { status: 'reported', score: 2.5, added: '2026-01-03 00:00:00' })
+    const b = insert('http://b.example/', { status: 'reported', score: 9, added: '2026-01-01 00:00:00' })
+    const c = insert('/u/h/c.zip!', { status: 'pending', added: '2026-01-02 00:00:00' })
+    const d = insert('/u/h/d.exe', { status: 'reported', score: 2.5, added: '2026-01-02 00:00:00' })
+    expect(find('', { sort: 'score', order: 'desc' })).toEqual([b, d, a, c])
+    expect(find('', { sort: 'score', order: 'asc' })).toEqual([c, a, d, b])
+    expect(find('', { sort: 'added', order: 'desc' })).toEqual([a, d, c, b])
+    expect(find('', { sort: 'id', order: 'desc' })).toEqual([d, c, b, a])
+    expect(find('', { categories: ['file'] })).toEqual([a, d])
+    expect(find('', { categories: ['url', 'archive'] })).toEqual([b, c])
+    expect(find('.exe', { sort: 'score', order: 'desc', statuses: ['reported'] })).toEqual([d, a])
+    expect(search.search({ sort: 'score', order: 'desc', offset: 1, limit: 2 })).toEqual({ ids: [d, a], total: 4 })
+    expect(search.search({ q: '.exe', sort: 'score', order: 'desc', offset: 5, limit: 2 })).toEqual({ ids: [], total: 2 })
+    expect(search.search({ q: '.exe', offset: 0, limit: 0, order: 'asc' })).toEqual({ ids: [], total: 2 })
+  })
+
+  it('hostile names and terms: long, Unicode, bidi, and what SQL, LIKE, GLOB and FTS5 would read as syntax', () => {
+    const rlo = 'invoice\u202Egpj.exe'
+    const a = insert(`/u/h/${rlo}`)
+    const b = insert('/u/h/50%_off[1]*?.exe', { tags: ['50%_x', 'q"uote'] })
+    const c = insert('/u/h/") OR 1=1 -- NEAR(a b).exe')
+    const long = `${'a'.repeat(600)}.example`
+    index(a, {
+      network: { dns: [{ request: `evil\u202Ecom.example`, type: 'A', answers: [] }, { request: 'пример.испытание', type: 'A', answers: [] }],
+        http: [{ uri: `http://x.example/${'p'.repeat(5000)}`, host: long }] },
+      signatures: [{ name: 'x'.repeat(300), families: [] }, { name: 'sig\u0000nul', families: [] }]
+    })
+    expect(find(rlo)).toEqual([a])
+    expect(find('\u202E')).toEqual([a])
+    expect(find('%_')).toEqual([b])
+    expect(find('[1]')).toEqual([b])
+    expect(find('*')).toEqual([b])
+    expect(find('?')).toEqual([b])
+    expect(find('tag:50%_x')).toEqual([b])
+    expect(find('tag:50%')).toEqual([])
+    expect(find('tag:q"uote')).toEqual([b])
+    expect(find('") OR 1=1 --')).toEqual([c])
+    expect(find('NEAR(a')).toEqual([c])
+    expect(find('"')).toEqual([a, b, c]) // an empty quoted term: no filter
+    expect(find('name:"NEAR(a b).exe')).toEqual([c]) // a quote left open runs to the end
+    expect(find(`domain:evil\u202Ecom.example`)).toEqual([a]) // kept as written, found as written
+    expect(find('domain:пример.испытание')).toEqual([a]) // the report's name and the query both as punycode
+    expect(find('domain:xn--e1afmkfd.xn--80akhbyknj4f')).toEqual([a])
+    // A URL longer than the index keeps is cut there, and so is the query: its start still finds it.
+    expect(find(`url:http://x.example/${'p'.repeat(5000)}`)).toEqual([a])
+    expect(find(`url:x.example/${'p'.repeat(600)}`)).toEqual([a])
+    const kept = terms.list(a)
+    expect(kept.every((t) => t.term.length <= 512)).toBe(true)
+    expect(kept.some((t) => t.kind === 'domain' && t.term.includes('aaaa'))).toBe(false) // 609 characters: no host name
+    expect(kept.some((t) => t.kind === 'sig' && t.term.includes('\u0000'))).toBe(false)
+    expect(find('q'.repeat(1024))).toEqual([])
+  })
+
+  it('refuses a query its kinds cannot mean, saying what each wants', () => {
+    for (const [q, message] of [
+      ['hash:xyz123', /^hash: wants an md5/], ['hash:abcde', /^hash: /], ['ip:1.2.3.256', /^ip: wants an IPv4 or IPv6 address/],
+      ['ip:evil.com', /^ip: /], ['id:12a', /^id: wants a task id/], ['domain:1.2.3.4', /^domain: '1.2.3.4' is an address: ip:1.2.3.4 finds it/],
+      ['domain:"a b"', /^domain: wants/], ['tag:', /^tag: wants a value/], ['name:""', /^name: wants a value/],
+      ['a b c d e f g h i', /^at most 8 terms/], [`sig:${'s'.repeat(201)}`, /^sig: /]
+    ] as const) {
+      expect(() => find(q), q).toThrow(SearchSyntaxError)
+      expect(() => find(q), q).toThrow(message)
+    }
+    expect(find('http://not-a-kind.example/')).toEqual([]) // an unknown word: is plain text
+  })
+
+  it('sees what another connection writes, names included (SQL triggers), and drops terms with their task', () => {
     const other = new Database(path.join(dir, 'aviary.db'))
-    const id = insert('http://two.example/', 'pending', other)
-    other.close()
-    await nextTurn()
-    expect(find('two.example').ids).toEqual([id])
+    try {
+      const a = insert('http://two.example/', { conn: other })
+      expect(find('two.example')).toEqual([a])
+      other.prepare("UPDATE tasks SET target = 'http://three.example/' WHERE id = ?").run(a)
+      expect(find('two.example')).toEqual([])
+      expect(find('three.example')).toEqual([a])
+      index(a, { network: { domains: [{ domain: 'gone.example', ip: '' }] } })
+      expect(find('domain:gone.example')).toEqual([a])
+      // Another connection without foreign keys: the terms stay behind, but never name a task that is not there.
+      other.prepare('DELETE FROM tasks WHERE id = ?').run(a)
+      expect(find('domain:gone.example')).toEqual([])
+      expect(find('three.example')).toEqual([])
+      // This service's connection (foreign keys on): the terms go with the task.
+      const b = insert('/u/h/b.exe')
+      index(b, { network: { domains: [{ domain: 'gone.example', ip: '' }] } })
+      expect(terms.list(b)).not.toEqual([])
+      db.prepare('DELETE FROM tasks WHERE id = ?').run(b)
+      expect(db.prepare('SELECT count(*) FROM task_terms WHERE task_id = ?').pluck().get(b)).toBe(0)
+      expect(terms.replace(b, [{ kind: 'domain', term: 'late.example' }])).toBe(false) // a deleted task gets no terms
+    } finally {
+      other.close()
+    }
+  })
+
+  it('replaces a task\'s terms whole (a rereport)', () => {
+    const a = insert('/u/h/a.exe')
+    index(a, { network: { domains: [{ domain: 'first.example', ip: '' }] } })
+    index(a, { network: { domains: [{ domain: 'second.example', ip: '' }] } })
+    expect(find('domain:first.example')).toEqual([])
+    expect(find('domain:second.example')).toEqual([a])
   })
 })

@@ -48,16 +48,29 @@ export type AviaryStats = Static<typeof AviaryStats>
 
 export const TASK_SEARCH_MAX_LIMIT = 1000
 const statusList = `(?:${TASK_STATUSES.join('|')})`
+export const TASK_CATEGORIES = ['file', 'url', 'archive'] as const
+const categoryList = `(?:${TASK_CATEGORIES.join('|')})`
+export const TASK_SORTS = ['id', 'added', 'score'] as const
+export type TaskSort = (typeof TASK_SORTS)[number]
 
 export const TaskSearchQuery = Type.Object({
   status: Type.Optional(allowed(Type.String({ pattern: `^${statusList}(?:,${statusList})*$`, maxLength: 512, description: 'comma-separated statuses' }),
     `comma-separated task statuses (${TASK_STATUSES.join(', ')})`)),
-  q: Type.Optional(allowed(Type.String({ maxLength: 1024, description: 'a task id, an md5/sha1/sha256/sha512 of the sample or a prefix of at least 6 hex digits, or part of the file name or URL (any case)' }),
-    'text of at most 1024 characters')),
+  category: Type.Optional(allowed(Type.String({ pattern: `^${categoryList}(?:,${categoryList})*$`, maxLength: 64, description: 'comma-separated categories' }),
+    `comma-separated task categories (${TASK_CATEGORIES.join(', ')})`)),
+  q: Type.Optional(allowed(Type.String({
+    maxLength: 1024,
+    description: 'terms that must all match (docs/api.md, "Searching tasks"): plain text matches a task id, a hash of the sample or of a dropped ' +
+      'file (or its first 6+ hex digits), part of the file name or URL, a domain (or a parent domain), an IP, a URL, a signature name, a tag or ' +
+      'a machine; kind:value matches one kind (domain:, ip:, url:, sig:, hash:, name:, tag:, machine:, id:); "quotes" keep blanks in a term',
+    examples: ['domain:evil.com', 'ip:203.0.113.9 sig:antivm', 'invoice.pdf']
+  }), 'text of at most 1024 characters: up to 8 terms, plain or kind:value (domain, ip, url, sig, hash, name, tag, machine, id)')),
+  sort: Type.Optional(allowed(Type.String({ enum: [...TASK_SORTS], default: 'id', description: 'id, time added, or score (tasks without a score sort lowest)' }),
+    TASK_SORTS.join(', '))),
   offset: Type.Optional(allowed(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'matching tasks to skip' }), 'a whole number from 0')),
   limit: Type.Optional(allowed(Type.Integer({ minimum: 0, maximum: TASK_SEARCH_MAX_LIMIT, default: 100, description: 'tasks to return' }),
     `a whole number from 0 to ${TASK_SEARCH_MAX_LIMIT}`)),
-  order: Type.Optional(allowed(Type.String({ enum: ['desc', 'asc'], default: 'desc', description: 'by task id' }), 'desc or asc'))
+  order: Type.Optional(allowed(Type.String({ enum: ['desc', 'asc'], default: 'desc', description: 'of the sort key (ties by id, in the same direction)' }), 'desc or asc'))
 })
 export type TaskSearchQuery = Static<typeof TaskSearchQuery>
 

@@ -1,0 +1,209 @@
+// The task search's query language (GET /aviary/tasks?q=), written once: the service parses it to
+// search, processing normalizes report terms with the same functions (so a query and the term it
+// must find are always written alike), and the UI reads the kinds for its picker and help.
+//
+//   evil.com                  plain text: any kind (below) that it can be
+//   domain:evil.com           that domain or any of its subdomains
+//   ip:1.2.3.4                an address contacted or resolved (IPv4 or IPv6, exact)
+//   url:evil.com/gate.php     a URL requested (scheme optional; with or without its query)
+//   sig:antivm                a signature name, or its start at '_' (antivm finds antivm_disk)
+//   hash:d41d8cd9             the sample's or a dropped file's md5/sha1/sha256 (sample: sha512 too),
+//                             whole or its first 6 or more hex digits
+//   name:invoice              part of the file name or URL submitted (any case)
+//   tag:win7  machine:vm1     a tag of the task; the machine asked for or that ran it (any case)
+//   id:42                     the task
+//   "two words"               quotes keep blanks in one term: name:"setup 2.exe" (one left open
+//                             runs to the end)
+// Terms separated by blanks must all match. Kinds are any case; an unknown `word:` is plain text
+// (so `http://...` is a URL, not a kind).
+
+export const SEARCH_KINDS = ['domain', 'ip', 'url', 'sig', 'hash', 'name', 'tag', 'machine', 'id'] as const
+export type SearchKind = (typeof SEARCH_KINDS)[number]
+/** The kinds processing writes into the index from a report (the others are columns of tasks). */
+export const INDEXED_KINDS = ['domain', 'ip', 'url', 'sig', 'hash'] as const
+export type IndexedKind = (typeof INDEXED_KINDS)[number]
+
+/** What each kind finds, in words (the UI's picker and help, and the API description). */
+export const SEARCH_KIND_HELP: Record<SearchKind, string> = {
+  domain: 'a domain the analysis resolved or contacted, or any of its subdomains',
+  ip: 'an IP address contacted or resolved (exact)',
+  url: 'a URL requested or submitted; scheme optional, with or without its query',
+  sig: "a signature's name or family, or its start up to a '_'",
+  hash: "the md5, sha1 or sha256 (sample: sha512 too) of the sample or of a dropped file, or its first 6+ hex digits",
+  name: 'part of the file name or URL submitted, any case',
+  tag: 'a tag of the task, any case',
+  machine: 'the machine asked for, or the one that ran the analysis, any case',
+  id: 'a task id'
+}
+
+export const MAX_SEARCH_TERMS = 8
+/** The longest term kept in the index and compared in a query (longer URLs are cut to it). */
+export const MAX_TERM_LENGTH = 512
+
+export interface SearchTerm {
+  /** `any`: plain text, matched as every kind it can be. */
+  kind: SearchKind | 'any'
+  /** As written, without quotes, trimmed. */
+  value: string
+}
+
+/** A query that cannot be searched; the message says what is wrong (a 400 names `q`). */
+export class SearchSyntaxError extends Error {}
+
+const KIND_SET = new Set<string>(SEARCH_KINDS)
+
+/** Splits a query into its terms. Throws SearchSyntaxError for what it cannot mean. */
+export function parseSearch(q: string): SearchTerm[] {
+  const terms: SearchTerm[] = []
+  let i = 0
+  const n = q.length
+  while (i < n) {
+    while (i < n && isBlank(q[i]!)) i++
+    if (i >= n) break
+    let kind: SearchTerm['kind'] = 'any'
+    const prefix = /^([A-Za-z]+):/.exec(q.slice(i, i + 9))
+    if (prefix && KIND_SET.has(prefix[1]!.toLowerCase())) {
+      kind = prefix[1]!.toLowerCase() as SearchKind
+      i += prefix[0].length
+    }
+    let value: string
+    if (q[i] === '"') {
+      // A quote left open runs to the end (a pasted name with one quote in it still searches).
+      const end = q.indexOf('"', i + 1)
+      value = q.slice(i + 1, end < 0 ? n : end)
+      i = end < 0 ? n : end + 1
+    } else {
+      const start = i
+      while (i < n && !isBlank(q[i]!)) i++
+      value = q.slice(start, i)
+    }
+    value = value.trim()
+    if (value === '') {
+      if (kind === 'any') continue // "" alone
+      throw new SearchSyntaxError(`${kind}: wants a value (${kind}:…)`)
+    }
+    terms.push({ kind, value })
+    if (terms.length > MAX_SEARCH_TERMS) throw new SearchSyntaxError(`at most ${MAX_SEARCH_TERMS} terms`)
+  }
+  return terms
+}
+
+/** Writes terms back as a query (quoted where they hold blanks or quotes cannot be). */
+export function formatSearch(terms: readonly SearchTerm[]): string {
+  return terms.map((t) => `${t.kind === 'any' ? '' : `${t.kind}:`}${/\s/.test(t.value) ? `"${t.value.replace(/"/g, '')}"` : t.value}`).join(' ')
+}
+
+function isBlank(c: string): boolean {
+  return c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f' || c === '\v' || c === '\u00a0'
+}
+
+// ---- normalization: the same for a report's values and a query's
+
+/** C0/C1 controls and blanks: never part of a domain, an address or a hash. */
+// eslint-disable-next-line no-control-regex -- control characters are what is refused
+const CONTROL_OR_BLANK = /[\u0000-\u0020\u007f-\u009f]/u
+const ASCII_PRINTABLE = /^[\u0021-\u007e]*$/
+// eslint-disable-next-line no-control-regex -- control characters are what is refused
+const C0 = /[\u0000-\u001f]/
+
+function fold(s: string): string {
+  const t = s.trim()
+  return (ASCII_PRINTABLE.test(t) ? t : t.normalize('NFC')).toLowerCase()
+}
+
+/**
+ * A domain in the form the index keeps: lower case, no trailing dot, an international name as
+ * its ASCII (punycode) form; null when it cannot be a host name (blanks, controls, an address,
+ * longer than DNS allows).
+ */
+export function normalizeDomain(s: string): string | null {
+  let d = fold(s).replace(/\.+$/, '')
+  if (d === '' || d.length > 253 || CONTROL_OR_BLANK.test(d) || d.includes('/')) return null
+  if (!ASCII_PRINTABLE.test(d)) {
+    try {
+      const host = new URL(`http://${d}/`).hostname
+      if (host !== '') d = host
+    } catch { /* kept as it is: still found by the same text */ }
+  }
+  if (normalizeIp(d) !== null) return null
+  return d.length > 253 ? null : d
+}
+
+/** The domain and each domain above it: a.b.evil.com → a.b.evil.com, b.evil.com, evil.com, com. */
+export function domainAndParents(domain: string): string[] {
+  const out = [domain]
+  for (let at = domain.indexOf('.'); at >= 0 && at < domain.length - 1; at = domain.indexOf('.', at + 1)) {
+    out.push(domain.slice(at + 1))
+  }
+  return out
+}
+
+const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/
+
+/** An IPv4 address without leading zeros, or an IPv6 address compressed in lower case; else null. */
+export function normalizeIp(s: string): string | null {
+  const t = s.trim()
+  const v4 = IPV4.exec(t)
+  if (v4) {
+    const parts = v4.slice(1).map(Number)
+    return parts.every((p) => p <= 255) ? parts.join('.') : null
+  }
+  const v6 = t.startsWith('[') && t.endsWith(']') ? t.slice(1, -1) : t
+  if (!v6.includes(':') || v6.length > 45 || !/^[0-9A-Fa-f:.]+$/.test(v6)) return null
+  try {
+    return new URL(`http://[${v6}]/`).hostname.slice(1, -1)
+  } catch {
+    return null
+  }
+}
+
+/**
+ * A URL as the index keeps it, and without its query: no scheme, no fragment, lower case, the
+ * host as a URL parser writes it, at most MAX_TERM_LENGTH characters. [] for an empty string.
+ */
+export function normalizeUrl(s: string): string[] {
+  let t = s.trim()
+  if (t === '' || CONTROL_OR_BLANK.test(t.replace(/ /g, ''))) return []
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(t)) t = `http://${t}`
+  let full: string
+  let bare: string
+  try {
+    const u = new URL(t)
+    full = `${u.host}${u.pathname}${u.search}`
+    bare = `${u.host}${u.pathname}`
+  } catch {
+    const raw = t.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\//, '').replace(/#.*$/s, '')
+    full = raw
+    bare = raw.replace(/\?.*$/s, '')
+  }
+  const out = [fold(full).slice(0, MAX_TERM_LENGTH)]
+  const b = fold(bare).slice(0, MAX_TERM_LENGTH)
+  if (b !== out[0] && b !== '') out.push(b)
+  return out[0] === '' ? [] : out
+}
+
+/** A signature name or family in lower case; null for an empty or overlong one. */
+export function normalizeSig(s: string): string | null {
+  const t = fold(s)
+  return t === '' || t.length > 200 || C0.test(t) ? null : t
+}
+
+/** A name and its starts at each '_': antivm_generic_disk → antivm, antivm_generic, antivm_generic_disk. */
+export function sigAndParents(name: string): string[] {
+  const out: string[] = []
+  for (let at = name.indexOf('_'); at > 0; at = name.indexOf('_', at + 1)) out.push(name.slice(0, at))
+  out.push(name)
+  return out
+}
+
+/** A whole md5, sha1, sha256 or sha512 in lower case; else null. */
+export function normalizeHash(s: string): string | null {
+  const t = s.trim().toLowerCase()
+  return /^(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128})$/.test(t) ? t : null
+}
+
+/** A hash or the start of one, for a query: 6 to 128 hex digits in lower case; else null. */
+export function hashPrefix(s: string): string | null {
+  const t = s.trim().toLowerCase()
+  return /^[0-9a-f]{6,128}$/.test(t) ? t : null
+}
