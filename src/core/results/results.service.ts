@@ -175,6 +175,26 @@ export class ResultsService {
     return { kind: 'file', path: file, contentType: 'application/octet-stream', downloadName: `${id}.mitm` }
   }
 
+  /**
+   * One dropped file of a task, from its files/ or package_files/ folder only: resolved (links
+   * followed) and required to be a regular file inside the task's own analysis folder. Sent as an
+   * attachment named `<task>-<name>.bin`: the guest's name without the content prefix, cut to
+   * letters, digits, dot, dash and underscore, and never runnable by a double click.
+   */
+  async droppedFile(id: number, folder: 'files' | 'package_files', name: string): Promise<FileResult> {
+    if (name === '.' || name === '..') throw badRequest('name', 'a file name in that folder, as in the dropped file\'s relpath')
+    const missing = () => notFound('Dropped file not found', ErrorCodes.FILE_NOT_FOUND)
+    if (!this.tasks.exists(id)) throw missing()
+    let real: string
+    try {
+      real = await realpath(this.layout.analysisFile(id, folder, name))
+      if (!(await stat(real)).isFile() || !isInside(await realpath(this.layout.analysis(id)), real)) throw missing()
+    } catch {
+      throw missing()
+    }
+    return { kind: 'file', path: real, contentType: 'application/octet-stream', downloadName: `${id}-${safeFileName(name.replace(/^[0-9a-f]{16}_/, ''))}.bin` }
+  }
+
   async sampleFile(sha256: string): Promise<FileResult> {
     const missing = () => notFound('File not found', ErrorCodes.FILE_NOT_FOUND)
     const file = await this.contained(this.layout.binary(sha256.toLowerCase()), missing)
@@ -201,6 +221,12 @@ export class ResultsService {
     if (!isInside(await realpath(this.layout.root), real)) throw missing()
     return real
   }
+}
+
+/** A name fit for a Content-Disposition header and any file system: [A-Za-z0-9._-], other runs as '_'. */
+export function safeFileName(name: string): string {
+  const safe = name.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '').slice(0, 100)
+  return safe === '' ? 'dropped' : safe
 }
 
 /** Pieces separated by ', ', flattened. */

@@ -10,6 +10,16 @@ import { withV1 } from './paths'
 import { stripEmptyFields } from '../empty-fields'
 
 const Binary = Type.Unsafe<unknown>({ type: 'string', format: 'binary' })
+
+/** One dropped file: its folder in the analysis (files/ or package_files/) and its name there (report.json's dropped[].relpath). */
+const DroppedFileParams = Type.Object({
+  ...TaskIdParams.properties,
+  folder: { ...Type.String({ enum: ['files', 'package_files'] }), 'x-allowed': 'files or package_files (the first part of a dropped file\'s relpath)' },
+  name: {
+    ...Type.String({ minLength: 1, maxLength: 255, pattern: '^[^/\\\\\\u0000]+$' }),
+    'x-allowed': 'a file name in that folder, as in the dropped file\'s relpath (at most 255 characters, no slash)'
+  }
+})
 const errors = { 400: ErrorBody, 404: ErrorBody }
 
 export const resultsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {
@@ -63,6 +73,16 @@ export const resultsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (bas
       params: TaskIdParams, response: { 200: Binary, ...errors }
     }
   }, async (request, reply) => sendResult(request, reply, await ctx.results.flows(request.params.id)))
+
+  app.get('/aviary/tasks/:id/dropped/:folder/:name', {
+    schema: {
+      tags: ['reports'], summary: 'One dropped file (an entry of the report\'s dropped[], by its relpath), as an attachment',
+      params: DroppedFileParams, response: { 200: Binary, ...errors }
+    }
+  }, async (request, reply) => {
+    const { id, folder, name } = request.params
+    return sendResult(request, reply, await ctx.results.droppedFile(id, folder as 'files' | 'package_files', name))
+  })
 
   for (const url of withV1('/pcap/get/:task')) {
     app.get(url, {
