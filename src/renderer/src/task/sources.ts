@@ -15,7 +15,12 @@ export function apiSources(base: string, id: number): ReportSources {
     pcap: () => `${base}/pcap/get/${id}`,
     // Aviary's: the proxy's flows of a task that ran with mitm=1 (404 otherwise, and on Cuckoo).
     flows: () => `${base}/aviary/tasks/${id}/flows`,
-    droppedFile: () => null,
+    // Aviary's /aviary/tasks/<id>/dropped/<folder>/<name>, by the entry's relpath (Aviary's reports
+    // have one; a Cuckoo report has none, and Cuckoo serves dropped files only as the archive).
+    droppedFile: (d) => {
+      const m = typeof d.relpath === 'string' ? /^(files|package_files)\/([^/\\]{1,255})$/.exec(d.relpath) : null
+      return m && m[2] !== '.' && m[2] !== '..' ? `${base}/aviary/tasks/${id}/dropped/${m[1]}/${enc(m[2] as string)}` : null
+    },
     droppedArchive: () => `${base}/tasks/report/${id}/dropped`
   }
 }
