@@ -23,9 +23,11 @@ export const routes = [
       { path: 'submit', element: page(async () => (await import('./pages/Submit')).SubmitPage) },
       { path: 'tasks', element: page(async () => (await import('./pages/Tasks')).TasksPage) },
       { path: 'tasks/:id', element: page(async () => (await import('./pages/Task')).TaskPage) },
+      { path: 'compare', element: page(async () => (await import('./pages/Compare')).ComparePage) },
       { path: 'machines', element: page(async () => (await import('./pages/Machines')).MachinesPage) },
       { path: 'connections', element: page(async () => (await import('./pages/Connections')).ConnectionsPage) },
-      { path: 'offline', element: page(async () => (await import('./pages/Offline')).OfflinePage) }
+      { path: 'offline', element: page(async () => (await import('./pages/Offline')).OfflinePage) },
+      { path: 'retention', element: page(async () => (await import('./pages/Retention')).RetentionPage) }
     ]
   }
 ]

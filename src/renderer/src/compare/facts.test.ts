@@ -12,6 +12,7 @@ import { startHarness, type Harness } from '../../../../test/service-harness'
 import { dropperRuns, reportedAnalysis } from '../../../../test/compare-analyses'
 import { MAX_ITEMS, reportFacts, type ReportFacts } from './facts'
 import { compareFacts, differs, tally, type Row } from './diff'
+import { CUCKOO_207 } from '../../../../test/fixtures/cuckoo-2.0.7-report'
 
 let h: Harness
 let work: string
@@ -125,50 +126,6 @@ describe('two PE programs compiled here', () => {
     expect(c.staticFacts.find((r) => r.key === 'File type')?.a?.value).toMatch(/^PE32\+ executable/)
   }, 120_000)
 })
-
-/** A Windows run as Cuckoo 2.0.7 writes report.json (summary form: no behavior.processes). */
-export const CUCKOO_207 = {
-  info: { version: '2.0.7', id: 5, score: 6.4, category: 'file', package: 'exe', platform: 'windows', route: 'internet', duration: 131, started: 1514804400.5, ended: 1514804531.5,
-    machine: { name: 'win7', label: 'win7', manager: 'VirtualBox', started_on: '2018-01-01 12:00:00', shutdown_on: '2018-01-01 12:02:11', status: 'stopped' }, options: '', custom: '', owner: '' },
-  target: { category: 'file', file: { name: 'invoice.exe', path: '/home/cuckoo/.cuckoo/storage/binaries/e3b0', size: 73802, crc32: '0A1B2C3D', md5: 'd41d8cd98f00b204e9800998ecf8427e',
-    sha1: 'da39a3ee5e6b4b0d3255bfef95601890afd80709', sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', sha512: 'cf83', ssdeep: '3:abc:def', type: 'PE32 executable (GUI) Intel 80386, for MS Windows',
-    yara: [{ name: 'UPX', meta: { description: 'UPX packed' }, offsets: {}, strings: [] }], urls: [] } },
-  signatures: [
-    { name: 'persistence_autorun', description: 'Installs itself for autorun at Windows startup', severity: 3, families: [], references: [], markcount: 1,
-      ttp: { T1060: { short: 'Registry Run Keys / Startup Folder', long: 'Adding an entry to the run keys in the Registry…' } },
-      marks: [{ type: 'call', pid: 2488, cid: 412, call: { api: 'RegSetValueExA', category: 'registry', arguments: { regkey: 'HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\updater' } } }] },
-    { name: 'network_http', description: 'Performs some HTTP requests', severity: 2, families: [], references: [], markcount: 1, ttp: {}, marks: [{ type: 'generic', host: 'evil.example' }] }
-  ],
-  behavior: {
-    processtree: [{ pid: 2488, ppid: 1244, process_name: 'invoice.exe', command_line: '"C:\\Users\\cuckoo\\AppData\\Local\\Temp\\invoice.exe" ', first_seen: 1514804401.2, track: true,
-      children: [{ pid: 2612, ppid: 2488, process_name: 'cmd.exe', command_line: 'cmd.exe /c ping -n 3 127.0.0.1 & del invoice.exe', first_seen: 1514804410.1, track: true, children: [] }] }],
-    summary: { file_created: ['C:\\Users\\cuckoo\\AppData\\Roaming\\updater.exe'] }, anomaly: []
-  },
-  network: {
-    pcap_sha256: 'ab', sorted_pcap_sha256: 'cd', hosts: ['8.8.8.8', '93.184.216.34'], domains: [{ domain: 'evil.example', ip: '93.184.216.34' }],
-    dns: [{ request: 'evil.example', type: 'A', answers: [{ type: 'A', data: '93.184.216.34' }] }], dns_servers: ['8.8.8.8'],
-    tcp: [{ src: '192.168.56.101', sport: 49160, dst: '93.184.216.34', dport: 80, offset: 1200, time: 2.1 }],
-    udp: [{ src: '192.168.56.101', sport: 53000, dst: '8.8.8.8', dport: 53, offset: 24, time: 1.9 }],
-    http: [{ count: 1, host: 'evil.example', port: 80, data: 'GET /gate.php HTTP/1.1\r\n', uri: 'http://evil.example/gate.php', body: '', path: '/gate.php', 'user-agent': 'Mozilla/4.0', version: '1.1', method: 'GET' }],
-    http_ex: [{ src: '192.168.56.101', sport: 49160, dst: '93.184.216.34', dport: 80, protocol: 'http', method: 'GET', host: 'evil.example', uri: '/gate.php', status: 200,
-      request: 'GET /gate.php HTTP/1.1', response: 'HTTP/1.1 200 OK', req: { path: 'network/aa', md5: '', sha1: '' }, resp: { path: 'network/bb', md5: '', sha1: '' }, md5: '', sha1: '', path: '/home/cuckoo/.cuckoo/storage/analyses/5/network/bb' }],
-    https_ex: [], smtp: [], irc: [], icmp: [], dead_hosts: [['10.0.0.9', 445]], tls: [{ server_random: 'aa', session_id: 'bb' }], mitm: []
-  },
-  dropped: [{ name: 'updater.exe', path: '/home/cuckoo/.cuckoo/storage/analyses/5/files/0123_updater.exe', size: 73802, crc32: '0A1B2C3D', md5: 'd41d8cd98f00b204e9800998ecf8427e',
-    sha1: 'da39', sha256: 'E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855', sha512: 'cf83', ssdeep: '3:abc:def', type: 'PE32 executable (GUI) Intel 80386, for MS Windows', yara: [], urls: [],
-    filepath: 'C:\\Users\\cuckoo\\AppData\\Roaming\\updater.exe', pids: [2488] }],
-  static: {
-    pe_imphash: 'f34d5f2d4577ed6d9ceec516c1f5a744', pe_timestamp: '2017-12-30 10:11:12', peid_signatures: null, imported_dll_count: 2, signature: [], pdb_path: 'C:\\build\\invoice.pdb', keys: [],
-    pe_sections: [{ name: '.text', virtual_address: '0x00001000', virtual_size: '0x0000a1c2', size_of_data: '0x0000a200', entropy: 6.52 },
-      { name: 'UPX1', virtual_address: '0x0000c000', virtual_size: '0x00004000', size_of_data: '0x00003e00', entropy: 7.91 }],
-    pe_imports: [{ dll: 'KERNEL32.dll', imports: [{ address: '0x40a000', name: 'CreateFileA' }, { address: '0x40a004', name: 'WriteFile' }] },
-      { dll: 'ADVAPI32.dll', imports: [{ address: '0x40a010', name: 'RegSetValueExA' }] }],
-    pe_exports: [], pe_resources: [{ name: 'RT_ICON', offset: '0x0000e0a0', size: '0x000002e8', filetype: 'data', language: 'LANG_ENGLISH', sublanguage: 'SUBLANG_ENGLISH_US' }],
-    pe_versioninfo: [{ name: 'CompanyName', value: 'Invoices Ltd' }]
-  },
-  strings: ['This program cannot be run in DOS mode.', 'evil.example'],
-  debug: { errors: [], log: [] }
-}
 
 describe('reports of any origin', () => {
   it('reads Cuckoo 2.0.7\'s shapes: the tree, ttp objects, host strings, http_ex paths, dropped and PE keys', () => {

@@ -24,6 +24,7 @@ import { ReportPage } from '../report/report-context'
 import { startFailure } from '../report/start-failure'
 import { taskArchiveMember } from '../report/archive'
 import type { Task } from '../../../shared/api/schemas'
+import { CompareWith } from '../compare/CompareWith'
 
 const SETTLED = new Set(['reported', 'failed_analysis', 'failed_processing', 'failed_reporting'])
 
@@ -172,6 +173,7 @@ function TaskView({ id }: { id: number }): JSX.Element {
         <h1 className="text-xl font-semibold">Task {id}</h1>
         <StatusBadge status={status} />
         <TaskActions connection={connection} id={id} task={t} />
+        <CompareWith connection={connection} id={id} status={status} />
       </div>
       <div className="mb-4"><TaskFacts task={t} /></div>
       {notStarted !== null && (

@@ -9,6 +9,7 @@ import { TaskTable } from '../tasks/TaskTable'
 import { useTasksView } from '../tasks/filter-store'
 import { knownTotal, searchUnsupported } from '../tasks/task-source'
 import { useQueryClient } from '@tanstack/react-query'
+import { CompareBar } from '../compare/CompareBar'
 
 export function TasksPage({ pollMs = 5_000 }: { pollMs?: number }): JSX.Element {
   const connection = useUi((s) => s.connection)
@@ -27,6 +28,7 @@ export function TasksPage({ pollMs = 5_000 }: { pollMs?: number }): JSX.Element 
         <span className="text-sm text-zinc-500" aria-live="polite" data-testid="task-count">
           {total === undefined ? 'loading…' : `${total.toLocaleString('en-US')} task${total === 1 ? '' : 's'}`}
         </span>
+        <div className="ml-auto"><CompareBar /></div>
       </div>
       <TaskFilters searchUnsupported={searchUnsupported(connection)} />
       <TaskTable connection={connection} filter={filter} live={live} pollMs={pollMs} />

@@ -1,7 +1,8 @@
 // The task list: a virtual grid over every matching task (100,000 and more). Only the rows in
 // view (plus a margin) are in the DOM; their pages (PAGE_SIZE tasks) are fetched as they come
 // into view and stay cached, so scrolling back is instant. Live events and polling refresh the
-// pages in view without moving the scroll position.
+// pages in view without moving the scroll position. A row's checkbox (or Space on the selected
+// row) picks it for Compare (compare/refs.ts: at most two, from any connection).
 import { memo, useCallback, useEffect, useRef, useState, type JSX, type KeyboardEvent } from 'react'
 import { useQueries, useQueryClient } from '@tanstack/react-query'
 import { useVirtualizer } from '@tanstack/react-virtual'
@@ -12,6 +13,7 @@ import { hasInvisible } from '../format'
 import { ScoreBadge, StatusBadge } from '../components/status'
 import { fetchTaskPage, knownTotal, pageKey, PAGE_SIZE, targetName, type ListTask, type TaskFilter, type TaskPage } from './task-source'
 import { useTasksView } from './filter-store'
+import { sameRef, usePicked } from '../compare/refs'
 
 const ROW_HEIGHT = 32
 export const COLUMNS = 'grid grid-cols-[5rem_8.5rem_minmax(0,1fr)_4.5rem_8rem_5rem_4rem_7rem] gap-x-3 items-center px-2'
@@ -40,6 +42,8 @@ export function TaskTable({ connection, filter, live, pollMs }: Props): JSX.Elem
   const scrollRef = useRef<HTMLDivElement>(null)
   const selected = useTasksView((s) => s.selected)
   const setSelected = useTasksView((s) => s.setSelected)
+  const picked = usePicked((s) => s.picked)
+  const togglePicked = usePicked((s) => s.toggle)
   const now = useMinuteClock()
 
   const total = knownTotal(qc, connection, filter) ?? 0
@@ -98,10 +102,17 @@ export function TaskTable({ connection, filter, live, pollMs }: Props): JSX.Elem
     const task = taskAt(i) ?? qc.getQueryData<TaskPage>(pageKey(connection, filter, Math.floor(i / PAGE_SIZE)))?.tasks[i % PAGE_SIZE]
     if (task) void navigate(`/tasks/${task.id}`)
   }
-  // Rows are memoized: they get one stable callback that always calls the current `open`.
+  const pick = (i: number) => {
+    const task = taskAt(i)
+    if (task) togglePicked({ connection, id: task.id })
+  }
+  // Rows are memoized: they get stable callbacks that always call the current `open` and `pick`.
   const openRef = useRef(open)
   openRef.current = open
   const onOpen = useCallback((i: number) => openRef.current(i), [])
+  const pickRef = useRef(pick)
+  pickRef.current = pick
+  const onPick = useCallback((i: number) => pickRef.current(i), [])
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
     if (total === 0) return
     const pageRows = Math.max(1, Math.floor((scrollRef.current?.clientHeight ?? ROW_HEIGHT * 10) / ROW_HEIGHT) - 1)
@@ -113,6 +124,9 @@ export function TaskTable({ connection, filter, live, pollMs }: Props): JSX.Elem
     } else if (e.key === 'Enter') {
       e.preventDefault()
       open(selected)
+    } else if (e.key === ' ') {
+      e.preventDefault()
+      pick(selected)
     }
   }
 
@@ -129,7 +143,7 @@ export function TaskTable({ connection, filter, live, pollMs }: Props): JSX.Elem
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative', width: '100%' }}>
           {items.map((item) => (
             <TaskRow key={item.index} index={item.index} start={item.start} task={taskAt(item.index)} selected={item.index === selected} now={now}
-              onSelect={setSelected} onOpen={onOpen} />
+              picked={picked.some((p) => sameRef(p, { connection, id: taskAt(item.index)?.id ?? -1 }))} onSelect={setSelected} onOpen={onOpen} onPick={onPick} />
           ))}
         </div>
       </div>
@@ -143,20 +157,27 @@ interface RowProps {
   task: ListTask | undefined
   selected: boolean
   now: Date
+  /** Picked for Compare. */
+  picked: boolean
   onSelect(index: number): void
   onOpen(index: number): void
+  onPick(index: number): void
 }
 
 // Memoized: while scrolling, only rows entering the window render; the others keep their DOM.
-const TaskRow = memo(function TaskRow({ index, start, task, selected, now, onSelect, onOpen }: RowProps): JSX.Element {
+const TaskRow = memo(function TaskRow({ index, start, task, selected, now, picked, onSelect, onOpen, onPick }: RowProps): JSX.Element {
   return (
-    <div id={`task-row-${index}`} role="row" aria-rowindex={index + 1} aria-selected={selected} data-task-id={task?.id}
+    <div id={`task-row-${index}`} role="row" aria-rowindex={index + 1} aria-selected={selected} data-task-id={task?.id} data-picked={picked || undefined}
       onClick={() => onSelect(index)} onDoubleClick={() => onOpen(index)}
       className={`${COLUMNS} absolute left-0 top-0 w-full cursor-default border-b border-zinc-100 dark:border-zinc-900 ${selected ? 'bg-sky-100 dark:bg-sky-900/60' : 'hover:bg-zinc-50 dark:hover:bg-zinc-900'}`}
       style={{ height: ROW_HEIGHT, transform: `translateY(${start}px)` }}>
       {task ? (
         <>
-          <span role="gridcell" className="tabular-nums"><Link to={`/tasks/${task.id}`} tabIndex={-1} className="text-sky-700 hover:underline dark:text-sky-400">{task.id}</Link></span>
+          <span role="gridcell" className="flex items-center gap-1.5 tabular-nums">
+            <input type="checkbox" tabIndex={-1} checked={picked} onChange={() => onPick(index)} onDoubleClick={(e) => e.stopPropagation()}
+              aria-label={`Compare task ${task.id}`} title="Pick for Compare (Space)" className="shrink-0" />
+            <Link to={`/tasks/${task.id}`} tabIndex={-1} className="text-sky-700 hover:underline dark:text-sky-400">{task.id}</Link>
+          </span>
           <span role="gridcell"><StatusBadge status={task.status} /></span>
           <span role="gridcell" className="truncate font-mono text-xs"><SafeText value={targetName(task)} /></span>
           <span role="gridcell" className="text-zinc-600 dark:text-zinc-400">{task.category}</span>

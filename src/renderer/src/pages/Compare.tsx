@@ -1,0 +1,155 @@
+// Compare: two reported tasks, on the same connection or on two (this computer, a remote Aviary, a
+// Cuckoo 2 server), side by side. The URL names both (`#/compare?a=local:12&b=3:45`, and `diff=1`
+// for "only differences"), so a comparison can be bookmarked and reloaded. Each side's task is
+// read with /tasks/view, and its report is digested off the page's thread (compare/fetch-facts.ts):
+// the page holds two digests, never a report. A side not chosen yet, or changed, is picked here.
+import { useState, type JSX } from 'react'
+import { useNavigate, useSearchParams } from 'react-router'
+import { useQuery } from '@tanstack/react-query'
+import { apiUrl, fetchJson, type ConnectionId } from '../api/http'
+import { useConnections } from '../components/ConnectionPicker'
+import { StatusBadge, ScoreBadge } from '../components/status'
+import { SafeText } from '../components/text'
+import { useUi } from '../state/ui'
+import { targetName } from '../tasks/task-source'
+import { CompareView } from '../compare/CompareView'
+import { loadFacts, type FactsAnswer } from '../compare/fetch-facts'
+import { TaskPicker } from '../compare/TaskPicker'
+import { parseRef, refParam, sameRef, type TaskRef } from '../compare/refs'
+import type { Task } from '../../../shared/api/schemas'
+
+const SETTLED = new Set(['reported', 'failed_analysis', 'failed_processing', 'failed_reporting'])
+
+interface Side {
+  ref: TaskRef | null
+  serverName: string
+  /** The connection is not (or no longer) saved on this service. */
+  unknownServer: boolean
+  task: Partial<Task> | undefined
+  taskError: Error | null
+  facts: FactsAnswer | undefined
+  factsError: Error | null
+}
+
+function useSide(ref: TaskRef | null): Side {
+  const connections = useConnections()
+  const connection: ConnectionId = ref?.connection ?? null
+  const id = ref?.id ?? 0
+  const saved = connection === null ? null : (connections.data ?? []).find((c) => c.id === connection)
+  const unknownServer = connection !== null && connections.isSuccess && saved === undefined
+  const task = useQuery({
+    queryKey: ['compare', connection, id, 'task'],
+    queryFn: ({ signal }) => fetchJson<{ task: Partial<Task> }>(connection, `/tasks/view/${id}`, {}, signal),
+    enabled: ref !== null && !unknownServer,
+    // A side still running is followed until it is reported (or fails).
+    refetchInterval: (q) => (SETTLED.has(String(q.state.data?.task.status)) ? false : 5000),
+    retry: false
+  })
+  const reported = task.data?.task.status === 'reported'
+  const facts = useQuery({
+    queryKey: ['compare', connection, id, 'facts'],
+    queryFn: async ({ signal }) => loadFacts({ summaryUrl: await apiUrl(connection, `/tasks/summary/${id}`), reportUrl: await apiUrl(connection, `/tasks/report/${id}`) }, signal),
+    enabled: ref !== null && reported,
+    // Only the two digests on screen are kept: a side changed lets its digest go at once.
+    gcTime: 0, staleTime: Infinity, retry: false
+  })
+  return {
+    ref,
+    serverName: connection === null ? 'This computer' : saved?.name ?? `connection ${connection}`,
+    unknownServer,
+    task: task.data?.task,
+    taskError: task.error,
+    facts: facts.data,
+    factsError: facts.error
+  }
+}
+
+function SideCard({ name, side, picking, onChange }: { name: 'A' | 'B'; side: Side; picking: boolean; onChange(): void }): JSX.Element {
+  const navigate = useNavigate()
+  const setConnection = useUi((s) => s.setConnection)
+  const { ref, task, facts } = side
+  const status = String(task?.status ?? '')
+  let body: JSX.Element
+  if (ref === null) body = <p className="text-zinc-700 dark:text-zinc-300">Pick a task below.</p>
+  else if (side.unknownServer) body = <p role="alert" className="text-red-700 dark:text-red-400">Connection {ref.connection} is not saved on this computer (removed?): pick another task.</p>
+  else if (side.taskError) body = <p role="alert" className="text-red-700 dark:text-red-400">Task {ref.id}: <SafeText value={side.taskError.message} /></p>
+  else if (task === undefined) body = <p role="status" className="text-zinc-600 dark:text-zinc-400">Loading task {ref.id}…</p>
+  else {
+    body = (
+      <>
+        <p className="flex flex-wrap items-center gap-2">
+          <StatusBadge status={status} />
+          {facts && <ScoreBadge score={facts.facts.score} />}
+          <span className="min-w-0 break-all font-mono text-xs"><SafeText value={facts?.facts.title || (task.target ? targetName({ category: task.category ?? '', target: task.target }) : '')} /></span>
+        </p>
+        {status !== 'reported' && <p className="mt-1 text-zinc-700 dark:text-zinc-300">{SETTLED.has(status) ? `Task ${ref.id} ended without a report (${status.replace('_', ' ')}): there is nothing to compare.` : `Task ${ref.id} has no report yet: it is compared once it is reported.`}</p>}
+        {status === 'reported' && side.factsError && <p role="alert" className="mt-1 text-red-700 dark:text-red-400">Report: <SafeText value={side.factsError.message} /></p>}
+        {status === 'reported' && !facts && !side.factsError && <p role="status" className="mt-1 text-zinc-600 dark:text-zinc-400">Reading the report…</p>}
+        {facts && <p className="mt-1 text-xs text-zinc-600 dark:text-zinc-400">{facts.source === 'summary' ? 'From the report summary (/tasks/summary).' : 'From the full report (the server has no /tasks/summary).'}</p>}
+      </>
+    )
+  }
+  return (
+    <section aria-label={`Analysis ${name}`} data-side={name} className="min-w-0 flex-1 rounded border border-zinc-300 p-3 text-sm dark:border-zinc-700">
+      <div className="mb-1 flex flex-wrap items-baseline gap-2">
+        <h2 className="text-base font-semibold">{name}</h2>
+        {ref !== null && (
+          <>
+            <span className="rounded bg-zinc-100 px-1.5 text-xs dark:bg-zinc-800"><SafeText value={side.serverName} /></span>
+            <button type="button" className="text-sky-800 underline dark:text-sky-300" title={`Open task ${ref.id} of ${side.serverName}`}
+              onClick={() => { setConnection(ref.connection); void navigate(`/tasks/${ref.id}`) }}>task {ref.id}</button>
+          </>
+        )}
+        <button type="button" aria-expanded={picking} onClick={onChange} className="ml-auto rounded border border-zinc-300 px-2 py-0.5 text-xs hover:bg-zinc-100 dark:border-zinc-700 dark:hover:bg-zinc-800">
+          {ref === null ? 'Pick…' : picking ? 'Cancel' : 'Change…'}
+        </button>
+      </div>
+      {body}
+    </section>
+  )
+}
+
+export function ComparePage(): JSX.Element {
+  const [search, setSearch] = useSearchParams()
+  const refs = { a: parseRef(search.get('a')), b: parseRef(search.get('b')) }
+  const onlyDiff = search.get('diff') === '1'
+  const current = useUi((s) => s.connection)
+  const [picking, setPicking] = useState<'a' | 'b' | null>(null)
+  const sides = { a: useSide(refs.a), b: useSide(refs.b) }
+  const update = (change: (n: URLSearchParams) => void) => setSearch((prev) => { const n = new URLSearchParams(prev); change(n); return n }, { replace: true })
+  const pick = (which: 'a' | 'b', ref: TaskRef) => { update((n) => n.set(which, refParam(ref))); setPicking(null) }
+  // A side missing from the URL is picked at once; a bad value in a bookmark says so.
+  const open = picking ?? (refs.a === null ? 'a' : refs.b === null ? 'b' : null)
+  const bad = (['a', 'b'] as const).filter((k) => search.get(k) !== null && refs[k] === null)
+  const fa = sides.a.facts?.facts
+  const fb = sides.b.facts?.facts
+  return (
+    <div>
+      <div className="mb-3 flex flex-wrap items-center gap-3">
+        <h1 className="text-xl font-semibold">Compare</h1>
+        <button type="button" disabled={refs.a === null && refs.b === null} onClick={() => update((n) => {
+          const a = n.get('a'); const b = n.get('b')
+          if (b !== null) n.set('a', b); else n.delete('a')
+          if (a !== null) n.set('b', a); else n.delete('b')
+        })} className="rounded border border-zinc-300 px-2 py-0.5 text-sm hover:bg-zinc-100 disabled:opacity-50 dark:border-zinc-700 dark:hover:bg-zinc-800">Swap A and B</button>
+        <label className="flex items-center gap-1 text-sm">
+          <input type="checkbox" checked={onlyDiff} onChange={(e) => update((n) => { if (e.target.checked) n.set('diff', '1'); else n.delete('diff') })} />
+          Only differences
+        </label>
+      </div>
+      {bad.length > 0 && <p role="alert" className="mb-2 text-sm text-red-700 dark:text-red-400">Not a task in this link: {bad.map((k) => `${k}=${search.get(k) ?? ''}`).join(', ')} (expected local:ID or CONNECTION:ID).</p>}
+      {sameRef(refs.a, refs.b) && <p className="mb-2 text-sm text-amber-900 dark:text-amber-200">A and B are the same task: everything is shared.</p>}
+      <div className="mb-4 flex flex-col gap-3 md:flex-row">
+        <SideCard name="A" side={sides.a} picking={picking === 'a'} onChange={() => setPicking((p) => (p === 'a' ? null : 'a'))} />
+        <SideCard name="B" side={sides.b} picking={picking === 'b'} onChange={() => setPicking((p) => (p === 'b' ? null : 'b'))} />
+      </div>
+      {open !== null && (
+        <div className="mb-4">
+          <TaskPicker key={open} label={`Pick task ${open.toUpperCase()}`} initialConnection={refs[open]?.connection ?? refs[open === 'a' ? 'b' : 'a']?.connection ?? current}
+            exclude={refs[open === 'a' ? 'b' : 'a']} onPick={(r) => pick(open, r)} />
+        </div>
+      )}
+      {fa && fb ? <CompareView a={fa} b={fb} onlyDiff={onlyDiff} /> : null}
+    </div>
+  )
+}
