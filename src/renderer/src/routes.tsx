@@ -26,7 +26,8 @@ export const routes = [
       { path: 'compare', element: page(async () => (await import('./pages/Compare')).ComparePage) },
       { path: 'machines', element: page(async () => (await import('./pages/Machines')).MachinesPage) },
       { path: 'connections', element: page(async () => (await import('./pages/Connections')).ConnectionsPage) },
-      { path: 'offline', element: page(async () => (await import('./pages/Offline')).OfflinePage) }
+      { path: 'offline', element: page(async () => (await import('./pages/Offline')).OfflinePage) },
+      { path: 'retention', element: page(async () => (await import('./pages/Retention')).RetentionPage) }
     ]
   }
 ]

@@ -15,7 +15,8 @@ export const NAV = [
   { to: '/tasks', label: 'Tasks' },
   { to: '/machines', label: 'Machines' },
   { to: '/connections', label: 'Connections' },
-  { to: '/offline', label: 'Offline' }
+  { to: '/offline', label: 'Offline' },
+  { to: '/retention', label: 'Retention' }
 ] as const
 
 export function Layout(): JSX.Element {

@@ -1,0 +1,101 @@
+// A dry run on screen: every task the rule (or every enabled rule) would delete now, with its
+// target, status, score, age and size, the samples that would go with them, and the disk it would
+// free; then "Delete", which deletes, of these tasks, the ones that still match (the service
+// checks each again just before it goes), and what that run did.
+import type { JSX } from 'react'
+import { Link } from 'react-router'
+import { Bytes, SafeText } from '../components/text'
+import { ScoreBadge, StatusBadge } from '../components/status'
+import type { Preview, RunRecord, Selection } from './api'
+
+/** Rows drawn at once; the run still takes every task listed by the service. */
+export const SHOWN_ROWS = 500
+
+const titleOf = (sel: Selection): string =>
+  sel.kind === 'all' ? 'every enabled rule' : sel.kind === 'rule' ? `rule #${sel.id} ${sel.name}` : 'the rule as written (not saved)'
+
+export interface PreviewPanelProps {
+  selection: Selection
+  preview: Preview
+  running: boolean
+  result: RunRecord | null
+  runError: string | null
+  onRun(): void
+  onClose(): void
+}
+
+export function PreviewPanel({ selection, preview, running, result, runError, onRun, onClose }: PreviewPanelProps): JSX.Element {
+  const p = preview
+  const count = p.tasks.length
+  const draft = selection.kind === 'draft'
+  return (
+    <section aria-labelledby="retention-preview-title" className="flex flex-col gap-2 rounded border border-zinc-300 p-3 dark:border-zinc-700">
+      <header className="flex flex-wrap items-baseline gap-3">
+        <h2 id="retention-preview-title" className="font-semibold">Preview: <SafeText value={titleOf(selection)} /></h2>
+        <button type="button" onClick={onClose} aria-label="Close the preview" className="ml-auto rounded px-2 hover:bg-zinc-100 dark:hover:bg-zinc-800">✕</button>
+      </header>
+      <p data-testid="preview-summary" className="text-sm">
+        {count === 0 ? 'Nothing to delete now.' : <>
+          <strong>{count} {count === 1 ? 'task' : 'tasks'}</strong> would be deleted, freeing <strong><Bytes value={p.total.bytes + p.total.sample_bytes} /></strong>
+          {p.samples.length > 0 && <> (analyses <Bytes value={p.total.bytes} />, {p.samples.length} stored {p.samples.length === 1 ? 'sample' : 'samples'} <Bytes value={p.total.sample_bytes} />)</>}.
+        </>}
+        {p.disk && <> Disk free now: <Bytes value={p.disk.free} /> of <Bytes value={p.disk.total} />.</>}
+      </p>
+      {count > 0 && (
+        <div className="max-h-96 overflow-auto">
+          <table className="w-full text-left text-sm" aria-label="Tasks the run would delete">
+            <thead className="sticky top-0 bg-white dark:bg-zinc-900">
+              <tr><th scope="col" className="pr-2">Task</th><th scope="col" className="pr-2">Target</th><th scope="col" className="pr-2">Status</th>
+                <th scope="col" className="pr-2">Score</th><th scope="col" className="pr-2 text-right">Age (days)</th><th scope="col" className="text-right">Size</th></tr>
+            </thead>
+            <tbody>
+              {p.tasks.slice(0, SHOWN_ROWS).map((t) => (
+                <tr key={t.id} data-task-id={t.id} className="border-t border-zinc-200 dark:border-zinc-800">
+                  <td className="pr-2"><Link to={`/tasks/${t.id}`} className="text-sky-800 underline dark:text-sky-300">#{t.id}</Link></td>
+                  <td className="max-w-md truncate pr-2" title={t.target}><SafeText value={t.target} /></td>
+                  <td className="pr-2"><StatusBadge status={t.status} /></td>
+                  <td className="pr-2"><ScoreBadge score={t.score} /></td>
+                  <td className="pr-2 text-right tabular-nums">{t.age_days.toFixed(1)}</td>
+                  <td className="text-right tabular-nums"><Bytes value={t.bytes} /></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {count > SHOWN_ROWS && <p className="text-sm">… and {count - SHOWN_ROWS} more (all {count} are deleted by the run).</p>}
+        </div>
+      )}
+      {p.samples.length > 0 && (
+        <details className="text-sm">
+          <summary>Stored samples removed with them ({p.samples.length}): no remaining task uses them</summary>
+          <ul className="font-mono text-xs">{p.samples.map((s) => <li key={s.id}>{s.sha256} (<Bytes value={s.bytes} />)</li>)}</ul>
+        </details>
+      )}
+      {draft ? (
+        <p className="text-sm text-zinc-700 dark:text-zinc-300">Save the rule to run it.</p>
+      ) : count > 0 && !result && (
+        <div>
+          <button type="button" disabled={running} onClick={onRun}
+            className="rounded bg-red-700 px-3 py-1 font-medium text-white disabled:opacity-50">
+            {running ? 'Deleting…' : `Delete these ${count} ${count === 1 ? 'task' : 'tasks'}`}
+          </button>
+        </div>
+      )}
+      {runError && <p role="alert" className="rounded border border-red-300 bg-red-50 px-2 py-1 text-sm text-red-900 dark:border-red-800 dark:bg-red-950 dark:text-red-100">The run failed: <SafeText value={runError} /></p>}
+      {result && <RunResult run={result} />}
+    </section>
+  )
+}
+
+export function RunResult({ run }: { run: RunRecord }): JSX.Element {
+  return (
+    <div role="status" data-testid="run-result" className="rounded border border-emerald-300 bg-emerald-50 px-2 py-1 text-sm text-emerald-950 dark:border-emerald-800 dark:bg-emerald-950 dark:text-emerald-50">
+      <p>Deleted {run.deleted.length} {run.deleted.length === 1 ? 'task' : 'tasks'}{run.samples.length > 0 && ` and ${run.samples.length} stored ${run.samples.length === 1 ? 'sample' : 'samples'}`}, freed <Bytes value={run.freed_bytes} />.</p>
+      {run.skipped.length > 0 && (
+        <ul aria-label="Left alone">
+          {run.skipped.map((s) => <li key={s.id}>Task #{s.id} left alone: <SafeText value={s.reason} /></li>)}
+        </ul>
+      )}
+      {run.deleted.filter((t) => t.warning).map((t) => <p key={t.id}>Task #{t.id}: <SafeText value={t.warning} /></p>)}
+    </div>
+  )
+}
