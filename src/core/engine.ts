@@ -28,6 +28,7 @@ import type { FileTypeDetector } from './hashing/magic'
 import { FleetService } from './fleet/fleet.service'
 import { MachineLocks } from './db/machine-locks'
 import { TaskScores } from './db/task-search'
+import { SearchIndex } from './search/search-index'
 
 export interface EngineLog {
   info(msg: string): void
@@ -123,7 +124,7 @@ export class Engine {
     const yaraDir = path.join(o.layout.root, 'yara')
     const processor = new Processor({
       layout: o.layout, queue, tasks: o.tasks, samples: o.samples, timeline: o.timeline, bus: o.bus,
-      detectType: o.detectType, aviaryVersion: o.aviaryVersion, log: o.log, scores: new TaskScores(o.db),
+      detectType: o.detectType, aviaryVersion: o.aviaryVersion, log: o.log, scores: new TaskScores(o.db), searchIndex: new SearchIndex(o.db),
       yaraRules: () => (existsSync(yaraDir) ? yaraDir : null)
     })
     this.running = { processor, scheduler, runner, resultServer }

@@ -31,6 +31,8 @@ export interface PipelineResult {
   /** What went wrong in single modules (also in report.debug.errors). */
   errors: string[]
   score: number
+  /** The report as written to report.json (the search index reads its terms here, not from disk). */
+  report: Report
 }
 
 const PHASES = [1, 2, 3, 4] as const
@@ -105,5 +107,5 @@ export async function processAnalysis(processing: ProcessingContext, o: Pipeline
   } catch (err) {
     fail('report.html', err)
   }
-  return { errors, score: ordered.info.score }
+  return { errors, score: ordered.info.score, report: ordered }
 }

@@ -31,6 +31,8 @@ export interface ProcessorDeps {
   log: { info(msg: string): void; error(msg: string): void }
   /** Where the score goes for task lists (db/task-search.ts). */
   scores?: { set(id: number, score: number | null): void }
+  /** Where the report's search terms go (search/search-index.ts); a note for the timeline back. */
+  searchIndex?: { write(id: number, report: unknown): string | null }
 }
 
 /** What tasks.processing names while this process processes a task (Cuckoo 2: the instance). */
@@ -103,8 +105,9 @@ export class Processor {
       }, { detectType: d.detectType, aviaryVersion: d.aviaryVersion })
       for (const e of result.errors) d.queue.addError(id, `processing: ${e}`)
       d.scores?.set(id, result.score)
+      const indexNote = d.searchIndex?.write(id, result.report) ?? null
       if (d.queue.move(id, 'completed', 'reported')) {
-        d.timeline.add(id, 'reported', `score ${result.score}, in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+        d.timeline.add(id, 'reported', `score ${result.score}, in ${((Date.now() - started) / 1000).toFixed(1)} s${indexNote ? `; ${indexNote}` : ''}`)
       }
     } catch (err) {
       const reason = `processing failed: ${(err as Error).message}`

@@ -24,13 +24,17 @@ export interface IndexedTerm {
 
 export interface ReportTerms {
   terms: IndexedTerm[]
-  /** Kinds that reached their cap: the terms kept, and how many values did not fit. */
-  capped: Partial<Record<IndexedKind, { kept: number; leftOut: number }>>
+  /** Kinds that reached their cap: the terms kept, how many distinct values did not fit (`over`: more than that). */
+  capped: Partial<Record<IndexedKind, { kept: number; leftOut: number; over: boolean }>>
 }
+
+/** Distinct values left out that are counted one by one; beyond, the note says "over". */
+export const LEFT_OUT_COUNTED = 100_000
 
 class Bucket {
   readonly terms = new Set<string>()
-  leftOut = 0
+  readonly leftOut = new Set<string>()
+  over = false
   constructor(private readonly cap: number) {}
 
   /** Adds a value's terms, all or none: a domain is never kept without its parents. */
@@ -39,7 +43,9 @@ class Bucket {
     for (const t of expanded) if (!this.terms.has(t)) fresh++
     if (fresh === 0) return
     if (this.terms.size + fresh > this.cap) {
-      this.leftOut++
+      const value = expanded[0]!
+      if (this.leftOut.size < LEFT_OUT_COUNTED) this.leftOut.add(value)
+      else if (!this.leftOut.has(value)) this.over = true
       return
     }
     for (const t of expanded) this.terms.add(t)
@@ -128,17 +134,19 @@ export function reportTerms(report: unknown): ReportTerms {
   for (const kind of Object.keys(buckets) as IndexedKind[]) {
     const b = buckets[kind]
     for (const term of b.terms) terms.push({ kind, term })
-    if (b.leftOut > 0) capped[kind] = { kept: b.terms.size, leftOut: b.leftOut }
+    if (b.leftOut.size > 0) capped[kind] = { kept: b.terms.size, leftOut: b.leftOut.size, over: b.over }
   }
   return { terms, capped }
 }
 
+const KIND_WORDS: Record<IndexedKind, string> = { domain: 'domains', ip: 'addresses', url: 'URLs', sig: 'signature names', hash: 'hashes' }
+
 /**
  * The caps reached, as a sentence for the task's timeline: "search index: 2,999 domain terms kept,
- * 997,000 values left out" (values seen again after the cap count again).
+ * 997,000 more domains left out".
  */
 export function capNote(t: ReportTerms): string | null {
-  const parts = (Object.entries(t.capped) as [IndexedKind, { kept: number; leftOut: number }][]).map(([kind, c]) =>
-    `${c.kept.toLocaleString('en-US')} ${kind} terms kept, ${c.leftOut.toLocaleString('en-US')} values left out`)
+  const parts = (Object.entries(t.capped) as [IndexedKind, { kept: number; leftOut: number; over: boolean }][]).map(([kind, c]) =>
+    `${c.kept.toLocaleString('en-US')} ${kind} terms kept, ${c.over ? 'over ' : ''}${c.leftOut.toLocaleString('en-US')} more ${KIND_WORDS[kind]} left out`)
   return parts.length === 0 ? null : `search index: ${parts.join('; ')}`
 }
