@@ -23,10 +23,19 @@ export interface Finding {
 }
 
 export interface DriverCapabilities {
+  /** The driver powers the machine on and off (a hypervisor); a physical machine is its owner's to power. */
+  power: boolean
   /** start() reverts a snapshot (physical machines have none). */
   snapshots: boolean
   screenshots: boolean
   memoryDump: boolean
+}
+
+/** What each kind of driver can do, known without making one (the UI's machine controls read it). */
+export const DRIVER_CAPABILITIES: Readonly<Record<DriverKind, Readonly<DriverCapabilities>>> = {
+  kvm: { power: true, snapshots: true, screenshots: true, memoryDump: true },
+  virtualbox: { power: true, snapshots: true, screenshots: true, memoryDump: true },
+  physical: { power: false, snapshots: false, screenshots: false, memoryDump: false }
 }
 
 export class MachineError extends Error {}

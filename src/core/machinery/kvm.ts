@@ -7,7 +7,7 @@ import type { Domain, Hypervisor } from '@unraid/libvirt'
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { MachineError, type DriverCapabilities, type DriverMachine, type Finding, type MachineDriver, type VmState } from './driver'
+import { MachineError, type DriverCapabilities, type DriverMachine, type Finding, type MachineDriver, type VmState, DRIVER_CAPABILITIES } from './driver'
 import { pollUntil, runTool, ToolError } from './exec-tool'
 import type { EngineSettings } from './machines-config'
 
@@ -39,7 +39,7 @@ function libvirtMessage(err: unknown): string {
 
 export class KvmDriver implements MachineDriver {
   readonly kind = 'kvm' as const
-  readonly capabilities: DriverCapabilities = { snapshots: true, screenshots: true, memoryDump: true }
+  readonly capabilities: DriverCapabilities = DRIVER_CAPABILITIES.kvm
   private hv: Promise<Hypervisor> | null = null
   private readonly virshPath: string
 

@@ -4,7 +4,7 @@
 // Cuckoo's FOG/`net rpc shutdown` dance is not carried over). Cuckoo's own status probe used
 // XML-RPC, which the HTTP agent answers with 404; a TCP connect works with every agent.
 import { Socket } from 'node:net'
-import { MachineError, type DriverCapabilities, type DriverMachine, type Finding, type MachineDriver, type VmState } from './driver'
+import { MachineError, type DriverCapabilities, type DriverMachine, type Finding, type MachineDriver, type VmState, DRIVER_CAPABILITIES } from './driver'
 import { pollUntil } from './exec-tool'
 import type { EngineSettings } from './machines-config'
 
@@ -33,7 +33,7 @@ export function portAnswers(ip: string, port: number, timeoutMs: number): Promis
 
 export class PhysicalDriver implements MachineDriver {
   readonly kind = 'physical' as const
-  readonly capabilities: DriverCapabilities = { snapshots: false, screenshots: false, memoryDump: false }
+  readonly capabilities: DriverCapabilities = DRIVER_CAPABILITIES.physical
   private readonly port: number
   private readonly connectMs: number
 

@@ -4,7 +4,7 @@
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { MachineError, type DriverCapabilities, type DriverMachine, type Finding, type MachineDriver, type VmState } from './driver'
+import { MachineError, type DriverCapabilities, type DriverMachine, type Finding, type MachineDriver, type VmState, DRIVER_CAPABILITIES } from './driver'
 import { pollUntil, runTool, ToolError, type ToolResult } from './exec-tool'
 import type { EngineSettings } from './machines-config'
 
@@ -25,7 +25,7 @@ export interface VirtualBoxOptions {
 
 export class VirtualBoxDriver implements MachineDriver {
   readonly kind = 'virtualbox' as const
-  readonly capabilities: DriverCapabilities = { snapshots: true, screenshots: true, memoryDump: true }
+  readonly capabilities: DriverCapabilities = DRIVER_CAPABILITIES.virtualbox
   /** Cuckoo serializes power-ons: concurrent startvm calls upset VBoxSVC. */
   private powerLock: Promise<unknown> = Promise.resolve()
 

@@ -13,6 +13,8 @@ import { ErrorCodes } from '../../../shared/errors'
 import type { Fleet } from '../../fleet/fleet.service'
 import { engineNotRunning } from '../../fleet/fleet-errors'
 import { stripEmptyFields } from '../empty-fields'
+import { ControlledMachines } from '../../../shared/api/machine-controls'
+import { withControls } from '../../fleet/machine-controls'
 
 const errors = { 400: ErrorBody, 404: ErrorBody, 409: ErrorBody }
 
@@ -27,6 +29,16 @@ export const aviaryMachinesRoutes = (ctx: ApiContext): FastifyPluginAsync => asy
     if (!ctx.fleet) throw engineNotRunning()
     return ctx.fleet
   }
+
+  app.get('/aviary/machines', {
+    schema: {
+      tags, summary: 'The machines (as /machines/list) with what may be done to each here: start, stop, revert, a live screen; and why not',
+      response: { 200: ControlledMachines }
+    }
+  }, async () => {
+    const engine = ctx.fleet !== null
+    return { engine, machines: ctx.machines.list().map((m) => withControls(toApiMachine(m), engine)) }
+  })
 
   const actions = {
     start: 'Start a machine (from its snapshot when it is off)',
