@@ -1,6 +1,6 @@
-// `aviary retention` as a user runs it: the command bundled as `npm run build:cli` bundles it (into
-// a folder of this test's own, so the shared out/cli is left alone), run as a real process, on a
-// stopped service's data directory and against a running service's API with a token.
+// `aviary retention` as a user runs it: the built bin (test/global-setup.ts bundles out/cli before
+// the tests), a real process, on a stopped service's data directory and against a running
+// service's API with a token.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFile } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -17,8 +17,7 @@ import { startHarness, type Harness } from '../../../test/service-harness'
 import type { Preview, RunRecord } from '../../shared/api/retention'
 
 const run = promisify(execFile)
-const OUT = path.resolve('out/retention-cli-test')
-const LAUNCHER = path.join(OUT, 'run.mjs')
+const BIN = path.resolve('bin/aviary.js')
 const TOKEN = 'retention-cli-token'
 let dataDir: string
 
@@ -27,7 +26,7 @@ async function aviary(...args: string[]): Promise<Result> {
   // AVIARY_URL from the developer's shell must not turn a local run into a remote one.
   const env = { ...process.env, AVIARY_URL: '', AVIARY_API_TOKEN: '' }
   try {
-    const { stdout, stderr } = await run(process.execPath, [LAUNCHER, ...args], { env })
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env })
     return { code: 0, stdout, stderr }
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string }
@@ -56,15 +55,10 @@ function seed(dir: string, targets: string[], days: number): number[] {
   return ids
 }
 
-beforeAll(async () => {
-  await run(process.execPath, ['scripts/build-cli.mjs'], { env: { ...process.env, AVIARY_CLI_OUTDIR: OUT } })
-  writeFileSync(LAUNCHER, "const { main } = await import('./aviary.mjs')\nprocess.exitCode = await main(process.argv.slice(2))\n")
+beforeAll(() => {
   dataDir = mkdtempSync(path.join(tmpdir(), 'aviary-retention-cli-'))
-}, 120_000)
-afterAll(() => {
-  rmSync(dataDir, { recursive: true, force: true })
-  rmSync(OUT, { recursive: true, force: true })
 })
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
 describe('aviary retention', () => {
   it('lists, previews, dry-runs and runs on a data directory', async () => {
