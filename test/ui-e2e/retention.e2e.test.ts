@@ -18,7 +18,7 @@ interface InPage { axe: { run(context: unknown, options: unknown): Promise<AxeRe
 let h: Harness
 let browser: Browser
 let page: Page
-const ids: Record<string, number> = {}
+const ids = { dropper: 0, failed: 0, malware: 0, fresh: 0, running: 0, pending: 0 }
 
 /** A URL task in `status`, `days` old, with `score` and an analysis folder of `kib` KiB. */
 async function task(name: string, status: string, days: number, score: number | null, kib: number): Promise<number> {
