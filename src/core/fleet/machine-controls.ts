@@ -7,22 +7,22 @@ import { DRIVER_CAPABILITIES } from '../machinery/driver'
 import type { DriverKind } from '../machinery/machines-config'
 
 const yes: MachineControl = { allowed: true }
-const no = (reason: string): MachineControl => ({ allowed: false, reason })
+const no = (reason: string, by: NonNullable<MachineControl['by']>): MachineControl => ({ allowed: false, reason, by })
 
 export function withControls(m: Machine, engine: boolean): ControlledMachine {
   const caps = DRIVER_CAPABILITIES[m.driver as DriverKind] as (typeof DRIVER_CAPABILITIES)[DriverKind] | undefined
   if (!caps) {
-    const unknown = no(`the ${m.driver} driver is not known to this service`)
+    const unknown = no(`the ${m.driver} driver is not known to this service`, 'driver')
     return { ...m, controls: { start: unknown, stop: unknown, revert: unknown, screenshot: unknown } }
   }
   if (!engine) {
-    const off = no('the analysis engine is not running on this service: machines are listed, not driven')
+    const off = no('the analysis engine is not running on this service: machines are listed, not driven', 'engine')
     return { ...m, controls: { start: off, stop: off, revert: off, screenshot: off } }
   }
-  const power = caps.power ? yes : no(`a ${m.driver} machine is powered by its owner: Aviary only waits for its agent, and never switches it on or off`)
-  const revert = caps.snapshots ? yes : no(`a ${m.driver} machine has no snapshot to revert to`)
-  const screenshot = !caps.screenshots ? no(`the ${m.driver} driver cannot take screenshots (there is no hypervisor)`)
-    : m.status !== 'running' ? no(`the machine is not running (${m.status ?? 'state unknown'}): there is no screen to show`)
+  const power = caps.power ? yes : no(`a ${m.driver} machine is powered by its owner: Aviary only waits for its agent, and never switches it on or off`, 'driver')
+  const revert = caps.snapshots ? yes : no(`a ${m.driver} machine has no snapshot to revert to`, 'driver')
+  const screenshot = !caps.screenshots ? no(`the ${m.driver} driver cannot take screenshots (there is no hypervisor)`, 'driver')
+    : m.status !== 'running' ? no(`the machine is not running (${m.status ?? 'state unknown'}): there is no screen to show`, 'state')
       : yes
   return { ...m, controls: { start: power, stop: power, revert, screenshot } }
 }

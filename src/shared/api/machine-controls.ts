@@ -7,7 +7,12 @@ import { Machine } from './schemas'
 export const MachineControl = Type.Object({
   allowed: Type.Boolean(),
   /** Why not, in words for a tooltip (absent when allowed). */
-  reason: Type.Optional(Type.String())
+  reason: Type.Optional(Type.String()),
+  /**
+   * What refuses it (absent when allowed): the machine's driver, for good (the UI does not offer
+   * it); the engine, not running; or the machine's state now (the UI offers it disabled).
+   */
+  by: Type.Optional(Type.Union([Type.Literal('driver'), Type.Literal('engine'), Type.Literal('state')]))
 })
 export type MachineControl = Static<typeof MachineControl>
 

@@ -26,7 +26,7 @@ describe('GET /aviary/machines', () => {
     expect(body.engine).toBe(false)
     const listed = (await off.json<{ machines: Machine[] }>('/machines/list')).body.machines
     expect(body.machines.map(({ controls: _, ...m }) => m)).toEqual(listed)
-    for (const c of Object.values(body.machines[0]!.controls)) expect(c).toEqual({ allowed: false, reason: expect.stringMatching(/engine is not running/) })
+    for (const c of Object.values(body.machines[0]!.controls)) expect(c).toEqual({ allowed: false, reason: expect.stringMatching(/engine is not running/), by: 'engine' })
   })
 
   it('offers no power, revert or screen for a physical machine, and says why', async () => {
@@ -34,15 +34,16 @@ describe('GET /aviary/machines', () => {
     expect(body.engine).toBe(true)
     const { start, stop, revert, screenshot } = body.machines[0]!.controls
     expect([start, stop].map((c) => c.reason)).toEqual([1, 2].map(() => 'a physical machine is powered by its owner: Aviary only waits for its agent, and never switches it on or off'))
-    expect(revert).toEqual({ allowed: false, reason: 'a physical machine has no snapshot to revert to' })
-    expect(screenshot).toEqual({ allowed: false, reason: 'the physical driver cannot take screenshots (there is no hypervisor)' })
+    expect([start, stop].map((c) => c.by)).toEqual(['driver', 'driver'])
+    expect(revert).toEqual({ allowed: false, reason: 'a physical machine has no snapshot to revert to', by: 'driver' })
+    expect(screenshot).toEqual({ allowed: false, reason: 'the physical driver cannot take screenshots (there is no hypervisor)', by: 'driver' })
   })
 
   it('lets a hypervisor\'s machine be driven, and shows its screen only while it runs', () => {
     const vm = { driver: 'kvm', status: 'poweroff' } as Machine
     expect(withControls(vm, true).controls).toEqual({
       start: { allowed: true }, stop: { allowed: true }, revert: { allowed: true },
-      screenshot: { allowed: false, reason: 'the machine is not running (poweroff): there is no screen to show' }
+      screenshot: { allowed: false, reason: 'the machine is not running (poweroff): there is no screen to show', by: 'state' }
     })
     expect(withControls({ ...vm, status: 'running' }, true).controls.screenshot).toEqual({ allowed: true })
   })
