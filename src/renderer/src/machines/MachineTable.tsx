@@ -7,10 +7,25 @@ import type { Machine } from './api'
 const th = 'px-2 py-1 text-left font-medium'
 const td = 'px-2 py-1 align-top'
 
-function Status({ status }: { status: string | null }): JSX.Element {
-  const tone = status === 'running' ? 'bg-sky-200 text-sky-900 dark:bg-sky-800 dark:text-sky-100'
-    : status === null ? 'text-zinc-400' : 'bg-zinc-200 text-zinc-800 dark:bg-zinc-700 dark:text-zinc-100'
-  return <span className={`inline-block rounded px-1.5 py-0.5 text-xs ${tone}`}>{status === null ? 'unknown' : <SafeText value={status} />}</span>
+/** The hypervisor's word for a machine's power (physical: whether its agent answers), as a short suffix. */
+const POWER: Record<string, string> = { running: 'on', poweroff: 'off', paused: 'paused', saved: 'saved', aborted: 'aborted', error: 'error' }
+
+/**
+ * Whether a task uses the machine, then its power. The hypervisor says "running" of a machine
+ * that is merely switched on (and the physical driver of one whose agent answers): shown as
+ * "idle · on", never as "running", which reads as an analysis running on it.
+ */
+function Status({ m }: { m: Machine }): JSX.Element {
+  const state = m.locked ? 'in use' : 'idle'
+  const power = m.status === null ? null : POWER[m.status] ?? m.status
+  const tone = m.locked ? 'bg-sky-200 text-sky-900 dark:bg-sky-800 dark:text-sky-100' : 'bg-zinc-200 text-zinc-800 dark:bg-zinc-700 dark:text-zinc-100'
+  const title = `${m.locked ? 'a task (or a start, stop or revert) holds it' : 'no task uses it'}; ${m.status === null ? 'its power state is not known yet'
+    : m.driver === 'physical' ? `its agent ${m.status === 'running' ? 'answers' : 'does not answer'}` : `the hypervisor says ${m.status}`}`
+  return (
+    <span data-machine-state={state} title={title} className={`inline-block rounded px-1.5 py-0.5 text-xs ${tone}`}>
+      {state}{power !== null && <> · <SafeText value={power} /></>}
+    </span>
+  )
 }
 
 export function MachineTable({ machines, selected, onSelect }: {
@@ -39,7 +54,7 @@ export function MachineTable({ machines, selected, onSelect }: {
                       className="text-left text-sky-700 hover:underline focus-visible:outline-2 dark:text-sky-300"><SafeText value={m.name} /></button>
                   : <SafeText value={m.name} />}
               </td>
-              <td className={td}><Status status={m.status} />{m.status_changed_on && <span className="ml-1 text-xs text-zinc-500"><When value={m.status_changed_on} /></span>}</td>
+              <td className={td}><Status m={m} />{m.status_changed_on && <span className="ml-1 text-xs text-zinc-500"><When value={m.status_changed_on} /></span>}</td>
               <td className={td} data-locked={m.locked}>
                 {m.locked
                   ? <span className="text-amber-700 dark:text-amber-300">🔒 locked {m.locked_changed_on && <span className="text-xs text-zinc-500"><When value={m.locked_changed_on} /></span>}</span>

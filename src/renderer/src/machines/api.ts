@@ -2,10 +2,12 @@
 // the local service its machine controls, live screenshot and `aviary doctor` findings.
 import { useEffect, useState } from 'react'
 import { apiUrl, fetchJson, HttpError, sendJson, type ConnectionId } from '../api/http'
-import type { Machine } from '../../../shared/api/schemas'
 import type { DoctorAnswer, Finding as SharedFinding } from '../../../shared/api/ui-schemas'
+import type { ControlledMachine, ControlledMachines } from '../../../shared/api/machine-controls'
 
-export type { Machine }
+/** A machine as listed; `controls` only from a server with /aviary/machines (Aviary's). */
+export type Machine = BaseMachine & { controls?: ControlledMachine['controls'] }
+type BaseMachine = import('../../../shared/api/schemas').Machine
 export type MachineAction = 'start' | 'stop' | 'revert'
 
 // doctor.ts's shape (GET /aviary/doctor), plus an optional `level` should the engine ever grade
@@ -18,8 +20,18 @@ export type DoctorReport = Omit<DoctorAnswer, 'config' | 'machines' | 'routes'> 
   machines: { name: string; driver: string; findings: Finding[] }[]
 }
 
-export const listMachines = (c: ConnectionId, signal?: AbortSignal): Promise<Machine[]> =>
-  fetchJson<{ machines: Machine[] }>(c, '/machines/list', {}, signal).then((r) => r.machines)
+/**
+ * The fleet: Aviary's /aviary/machines (each machine with what may be done to it and why not), else
+ * (a Cuckoo server, an older Aviary: 404) Cuckoo's /machines/list.
+ */
+export async function listMachines(c: ConnectionId, signal?: AbortSignal): Promise<Machine[]> {
+  try {
+    return (await fetchJson<ControlledMachines>(c, '/aviary/machines', {}, signal)).machines
+  } catch (err) {
+    if (!(err instanceof HttpError) || (err.status !== 404 && err.status !== 405)) throw err
+  }
+  return (await fetchJson<{ machines: Machine[] }>(c, '/machines/list', {}, signal)).machines
+}
 
 export const machineAction = (name: string, action: MachineAction): Promise<{ machine: Machine }> =>
   sendJson<{ machine: Machine }>(null, 'POST', `/aviary/machines/${encodeURIComponent(name)}/${action}`)

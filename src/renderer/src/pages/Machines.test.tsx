@@ -50,18 +50,68 @@ describe('Machines', () => {
     expect(screen.getByText('1 of 2 free')).toBeTruthy()
   })
 
-  it('shows the server\'s refusal of an action, and "not available" for the screen of a machine that is not running', async () => {
+  it('says an idle machine is idle, whatever its hypervisor state, and a locked one is in use', async () => {
+    h.sql("UPDATE machines SET status = 'running' WHERE name = ?", 'win10')
+    h.sql("UPDATE machines SET status = 'running' WHERE name = ?", 'ubuntu')
+    try {
+      renderPage(<MachinesPage />)
+      await screen.findByRole('button', { name: 'win10' })
+      const idle = row('win10').querySelector('[data-machine-state]') as HTMLElement
+      expect(idle.dataset.machineState).toBe('idle')
+      expect(idle.textContent).toBe('idle · on')
+      expect(idle.textContent).not.toMatch(/running/)
+      expect((row('ubuntu').querySelector('[data-machine-state]') as HTMLElement).dataset.machineState).toBe('in use')
+    } finally {
+      h.sql('UPDATE machines SET status = NULL')
+    }
+  })
+
+  it('says why nothing can be driven while the engine is off, and asks for no screen it cannot have', async () => {
     const user = userEvent.setup()
-    renderPage(<MachinesPage />)
-    await user.click(await screen.findByRole('button', { name: 'win10' }))
-    const panel = screen.getByRole('region', { name: 'Machine win10' })
-    await user.click(within(panel).getByRole('button', { name: 'Start' }))
-    const alert = await within(panel).findByRole('alert')
-    // The engine is off: the service refuses (409 with its reason; 404 before the route exists).
-    expect(alert.textContent).toMatch(/^Could not start: \S.+/)
-    const shot = await within(panel).findByTestId('screenshot-unavailable')
-    expect(shot.textContent).toMatch(/^Screenshot not available: \S.+/)
-    expect(within(panel).queryByRole('img')).toBeNull()
+    const asked: string[] = []
+    const real = globalThis.fetch
+    globalThis.fetch = (input, init) => { asked.push(String(input)); return real(input, init) }
+    try {
+      renderPage(<MachinesPage />)
+      await user.click(await screen.findByRole('button', { name: 'win10' }))
+      const panel = screen.getByRole('region', { name: 'Machine win10' })
+      for (const name of ['Start', 'Stop', 'Revert']) {
+        const button = within(panel).getByRole('button', { name }) as HTMLButtonElement
+        expect(button.disabled).toBe(true)
+        expect(button.title).toMatch(/engine is not running/)
+      }
+      expect(within(panel).getByTestId('no-screen').textContent).toMatch(/^No live screen: the analysis engine is not running/)
+      await new Promise((r) => setTimeout(r, 300))
+      expect(asked.filter((u) => u.includes('/screenshot'))).toEqual([])
+      expect(within(panel).queryByTestId('screenshot-unavailable')).toBeNull()
+    } finally {
+      globalThis.fetch = real
+    }
+  })
+
+  it('offers no power, revert or screen for a physical machine, and says why', async () => {
+    const user = userEvent.setup()
+    const live = await startHarness({ engine: true, machines: { driver: 'physical', resultserver: { ip: '127.0.0.1', port: 0 },
+      machines: [{ name: 'box', ip: '127.0.0.9', platform: 'linux' }] } })
+    setLocalApiBase(live.url)
+    const asked: string[] = []
+    const real = globalThis.fetch
+    globalThis.fetch = (input, init) => { asked.push(String(input)); return real(input, init) }
+    try {
+      renderPage(<MachinesPage />)
+      await user.click(await screen.findByRole('button', { name: 'box' }))
+      const panel = screen.getByRole('region', { name: 'Machine box' })
+      for (const name of ['Start', 'Stop', 'Revert']) expect(within(panel).queryByRole('button', { name })).toBeNull()
+      expect(within(panel).getByTestId('no-controls').textContent).toMatch(/powered by its owner/)
+      expect(within(panel).getByTestId('no-screen').textContent).toMatch(/cannot take screenshots/)
+      await new Promise((r) => setTimeout(r, 300))
+      expect(asked.filter((u) => u.includes('/screenshot'))).toEqual([])
+    } finally {
+      globalThis.fetch = real
+      setLocalApiBase(h.url)
+      cleanup()
+      await live.stop()
+    }
   })
 
   it('disables the controls of a machine a task holds', async () => {
