@@ -169,6 +169,29 @@ describe('retention', () => {
     ProcessingClaims.of(db).release(b)
   })
 
+  it('reads each task\'s status again just before it goes: one re-reported during the run is left alone', async () => {
+    const a = task()
+    const b = task()
+    const c = task()
+    // The /tasks/delete path, with a rereport and its processing starting while the run is on a.
+    class DuringTheRun extends TasksService {
+      override async delete(id: number): Promise<void> {
+        await super.delete(id)
+        if (id === a) {
+          expect(repo.rereport(b)).toBe(true)
+          expect(ProcessingClaims.of(db).claim(b, 'test')).toBe(true)
+        }
+      }
+    }
+    const racing = new RetentionService({ db, layout, tasks: new DuringTheRun(repo, layout), now: () => clock })
+    const rule = racing.rules.add({ name: 'old', older_than_days: 30 })
+    const run = await racing.run({ rule: rule.id }, 'api')
+    expect(run.deleted.map((t) => t.id)).toEqual([a, c])
+    expect(run.skipped).toEqual([{ id: b, reason: 'it is completed now' }])
+    expect(existsSync(layout.analysis(b))).toBe(true)
+    ProcessingClaims.of(db).release(b)
+  })
+
   it('deletes only what the preview showed, even when more matches by the time of the run', async () => {
     const a = task({ daysOld: 40 })
     const rule = retention.rules.add({ name: 'old', older_than_days: 30 })
