@@ -1,11 +1,12 @@
 // Reads the BSON streams Cuckoo's Windows monitor writes (logs/<pid>.bson): a plain concatenation
 // of BSON documents, each prefixed by its own int32 length (shared/reference/cuckoo-internals.md
-// §3.5). Written by hand on purpose: the `bson` package is not installed, and what we need is a
-// small *streaming* reader that decodes one document at a time from a file of hundreds of MB with
-// flat memory and stops cleanly on a truncated or garbled tail (a guest is hostile; a VM can be
-// cut off mid-write). Only the element types the monitor emits are decoded: double, string,
-// document, array, binary, bool, null, int32, int64 (plus UTC datetime, which costs nothing).
+// §3.5). The framing is here: a *streaming* reader that takes one document at a time from a file of
+// hundreds of MB with flat memory, and stops cleanly on a truncated or garbled tail (a guest is
+// hostile; a VM can be cut off mid-write). Each document is decoded by the maintained `bson`
+// package (MongoDB's), then brought to the plain values the monitor parser reads: int64 as a number
+// (a bigint beyond ±2^53), binary as a Buffer, a UTC datetime as epoch seconds.
 import { open } from 'node:fs/promises'
+import { BSONError, deserialize } from 'bson'
 
 /** A decoded BSON value. int64 values outside ±2^53 stay exact as bigint. */
 export type BsonValue = number | bigint | string | boolean | null | Buffer | BsonValue[] | BsonDocument
@@ -19,93 +20,40 @@ export const MAX_MESSAGE_LENGTH = 20 * 1024 * 1024
 export class BsonError extends Error {}
 
 const MAX_DEPTH = 64
+const SAFE = { min: BigInt(Number.MIN_SAFE_INTEGER), max: BigInt(Number.MAX_SAFE_INTEGER) }
 
-function cstring(buf: Buffer, at: number, end: number): [string, number] {
-  const nul = buf.indexOf(0, at)
-  if (nul < 0 || nul >= end) throw new BsonError(`unterminated key at ${at}`)
-  // Keys the monitor writes are ASCII; latin1 decodes them faster than utf8 and never fails.
-  return [buf.toString('latin1', at, nul), nul + 1]
-}
-
-function decodeElements(buf: Buffer, start: number, isArray: boolean, depth: number): [BsonDocument | BsonValue[], number] {
+/** The package's values as the monitor parser reads them; other BSON types (the monitor sends none) are null. */
+function plainValue(v: unknown, depth: number): BsonValue {
   if (depth > MAX_DEPTH) throw new BsonError('documents nested too deep')
-  if (start + 5 > buf.length) throw new BsonError(`document at ${start} runs past the end`)
-  const size = buf.readInt32LE(start)
-  const end = start + size
-  if (size < 5 || end > buf.length) throw new BsonError(`bad document length ${size} at ${start}`)
-  if (buf[end - 1] !== 0) throw new BsonError(`document at ${start} lacks its terminator`)
-  const doc: BsonDocument = {}
-  const list: BsonValue[] = []
-  let at = start + 4
-  while (at < end - 1) {
-    const type = buf[at] ?? 0
-    const [key, next] = cstring(buf, at + 1, end - 1)
-    at = next
-    let value: BsonValue
-    switch (type) {
-      case 0x01:
-        value = buf.readDoubleLE(at)
-        at += 8
-        break
-      case 0x02: {
-        const len = buf.readInt32LE(at)
-        if (len < 1 || at + 4 + len > end) throw new BsonError(`bad string length ${len} for ${key}`)
-        value = buf.toString('utf8', at + 4, at + 4 + len - 1)
-        at += 4 + len
-        break
-      }
-      case 0x03:
-      case 0x04: {
-        const [sub, after] = decodeElements(buf, at, type === 0x04, depth + 1)
-        value = sub
-        at = after
-        break
-      }
-      case 0x05: {
-        const len = buf.readInt32LE(at)
-        if (len < 0 || at + 5 + len > end) throw new BsonError(`bad binary length ${len} for ${key}`)
-        // A view, not a copy: chunks are never reused, and a view pins its chunk only as long as
-        // the caller keeps it (the monitor-log parser turns buffers into strings right away).
-        value = buf.subarray(at + 5, at + 5 + len)
-        at += 5 + len
-        break
-      }
-      case 0x08:
-        value = buf[at] !== 0
-        at += 1
-        break
-      case 0x09:
-        value = Number(buf.readBigInt64LE(at)) / 1000
-        at += 8
-        break
-      case 0x0a:
-        value = null
-        break
-      case 0x10:
-        value = buf.readInt32LE(at)
-        at += 4
-        break
-      case 0x12: {
-        const big = buf.readBigInt64LE(at)
-        value = big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big
-        at += 8
-        break
-      }
-      default:
-        throw new BsonError(`unsupported element type 0x${type.toString(16)} for ${key}`)
-    }
-    if (at > end - 1) throw new BsonError(`element ${key} runs past its document`)
-    if (isArray) list.push(value)
-    else doc[key] = value
+  if (v === null || v === undefined) return null
+  switch (typeof v) {
+    case 'number': case 'string': case 'boolean': return v
+    case 'bigint': return v >= SAFE.min && v <= SAFE.max ? Number(v) : v
+    default: break
   }
-  return [isArray ? list : doc, end]
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength)
+  if (v instanceof Date) return v.getTime() / 1000
+  if (Array.isArray(v)) return v.map((x) => plainValue(x, depth + 1))
+  if (typeof v === 'object' && (v as { _bsontype?: unknown })._bsontype === undefined) {
+    const doc: BsonDocument = {}
+    for (const [k, x] of Object.entries(v)) doc[k] = plainValue(x, depth + 1)
+    return doc
+  }
+  return null
 }
 
 /** Decodes one whole BSON document (length prefix included). */
 export function decodeBson(buf: Buffer): BsonDocument {
-  const [doc, end] = decodeElements(buf, 0, false, 0)
-  if (end !== buf.length) throw new BsonError(`trailing ${buf.length - end} bytes after the document`)
-  return doc as BsonDocument
+  let doc: Record<string, unknown>
+  try {
+    // useBigInt64: int64 as bigint (made a number when it fits); promoteBuffers: binary as bytes;
+    // no UTF-8 validation: the monitor writes what the sample gave it, decoded with replacement.
+    doc = deserialize(buf, { useBigInt64: true, promoteBuffers: true, validation: { utf8: false }, allowObjectSmallerThanBufferSize: false })
+  } catch (err) {
+    if (err instanceof BSONError || err instanceof RangeError) throw new BsonError(err.message)
+    throw err
+  }
+  return plainValue(doc, 0) as BsonDocument
 }
 
 /** Why a stream ended: at the end of the file, or early at a bad or truncated message. */

@@ -84,6 +84,32 @@ describe('BSON stream reader', () => {
     expect(docs).toEqual([{ type: 'debug', msg: 'one' }])
     expect(ends).toEqual([{ complete: false, offset: encodeBson({ type: 'debug', msg: 'one' }).length, reason: `bad message length ${64 * 1024 * 1024}` }])
   })
+
+  it('ends the stream at a hostile message (nested 100,000 deep, a lying inner length, bad UTF-8 kept as text)', async () => {
+    // 100,000 nested documents, each {a: <next>}: valid BSON, 1.1 MB.
+    const depth = 100_000
+    const parts: Buffer[] = []
+    for (let i = 0; i < depth; i++) parts.push(Buffer.from([0, 0, 0, 0, 0x03, 0x61, 0x00]))
+    const tail: Buffer[] = []
+    for (let i = 0; i < depth; i++) tail.push(Buffer.from([0x00]))
+    const deep = Buffer.concat([...parts, Buffer.from([5, 0, 0, 0, 0]), ...tail])
+    // Lengths from the outside in: document i spans from i*7 to the end minus i terminators.
+    for (let i = 0; i < depth; i++) deep.writeInt32LE(deep.length - i * 7 - i, i * 7)
+    expect(() => decodeBson(deep)).toThrow(/nested too deep|Maximum call stack|depth/)
+    const lying = encodeBson({ s: 'abc' })
+    lying.writeInt32LE(1_000_000, 7) // the string's length (after the document's length, type and key), past the document
+    expect(() => decodeBson(lying)).toThrow()
+    const utf8 = encodeBson({ s: 'x' })
+    utf8[11] = 0xff // the string's only byte: not UTF-8
+    expect(decodeBson(utf8)).toEqual({ s: '\ufffd' })
+    const dir = analysisDir({ 'h.bson': Buffer.concat([encodeBson({ type: 'debug', msg: 'before' }), deep, encodeBson({ type: 'debug', msg: 'after' })]) })
+    const ends: { complete: boolean; reason: string | null }[] = []
+    const docs = []
+    for await (const d of readBsonStream(join(dir, 'logs', 'h.bson'), (e) => ends.push(e))) docs.push(d)
+    expect(docs).toEqual([{ type: 'debug', msg: 'before' }])
+    expect(ends[0]?.complete).toBe(false)
+    expect(ends[0]?.reason).toMatch(/^undecodable message: /)
+  })
 })
 
 describe('analyzeBehavior on Cuckoo monitor logs', () => {
