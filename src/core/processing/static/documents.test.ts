@@ -10,7 +10,7 @@ import { deflateSync } from 'node:zlib'
 import { ZipFile } from 'yazl'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { staticAnalysis } from './index'
-import type { PdfFacts, OfficeFacts } from './documents'
+import { analyzeOle, type PdfFacts, type OfficeFacts } from './documents'
 import type { ArchiveListing } from './archives'
 
 let tmp = ''
@@ -117,6 +117,22 @@ describe('Office', () => {
     expect(a.vba.sort()).toEqual(['Macros', 'VBA', '_VBA_PROJECT'])
     expect(b).toMatchObject({ format: 'ole', macros: false, vba: [] })
     expect(a.error).toBeUndefined()
+  })
+
+  it('OLE: 400 mutated copies never throw, and a damaged directory still finds a VBA project by its name', () => {
+    const base = ole(['Root Entry', 'WordDocument', 'Macros', 'VBA', '_VBA_PROJECT'])
+    let seed = 7
+    const rand = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n }
+    for (let i = 0; i < 400; i++) {
+      const b = Buffer.from(base)
+      for (let k = 0; k < 1 + rand(16); k++) b[rand(b.length)] = rand(256)
+      const facts = analyzeOle(b)
+      expect(facts.format).toBe('ole')
+      expect(typeof facts.macros).toBe('boolean')
+    }
+    const broken = Buffer.from(base)
+    broken.writeUInt32LE(0x12345678, 48) // the directory's first sector, far past the end
+    expect(analyzeOle(broken)).toMatchObject({ format: 'ole', macros: true, vba: ['_VBA_PROJECT'], error: expect.any(String) })
   })
 })
 

@@ -4,9 +4,11 @@
 // inflated so that objects hidden in them are counted too); for Office files whether they carry
 // VBA macros (vbaProject.bin in an OOXML zip, a _VBA_PROJECT / VBA storage in an OLE compound file)
 // and the external targets of OOXML relationships (remote templates). Cuckoo 2 ran peepdf and
-// oletools here; there are no maintained JavaScript equivalents for untrusted input, and counts of
-// tokens and a walk of the OLE directory need no more than what is written below.
+// oletools here. The OLE directory is read by SheetJS's maintained `cfb`; the PDF counts are token
+// counts written below, since no maintained JavaScript PDF reader is made for hostile files and
+// counting names needs no parser.
 import { inflateSync } from 'node:zlib'
+import CFB from 'cfb'
 import { listZip, type ZipEntryText } from './archives.js'
 import { Closed, Nullable, Type, type Static } from '../schema.js'
 
@@ -157,46 +159,10 @@ export async function analyzeOoxml (file: string): Promise<OfficeFacts | null> {
   return facts
 }
 
-const OLE_MAGIC = Buffer.from('d0cf11e0a1b11ae1', 'hex')
-const ENDOFCHAIN = 0xfffffffe
-
-/** Names in the directory of an OLE compound file (MS-CFB), following the FAT chain. */
+/** Names in the directory of an OLE compound file (MS-CFB), as SheetJS's `cfb` reads them. */
 export function oleDirectoryNames (buf: Buffer): string[] {
-  if (buf.length < 512 || !buf.subarray(0, 8).equals(OLE_MAGIC)) throw new Error('not an OLE compound file')
-  const sectorSize = 1 << buf.readUInt16LE(30)
-  if (sectorSize !== 512 && sectorSize !== 4096) throw new Error(`bad sector size ${sectorSize}`)
-  const sector = (n: number): number => (n + 1) * sectorSize
-  // The FAT sectors: 109 in the header, more through the DIFAT chain.
-  const fatSectors: number[] = []
-  for (let i = 0; i < 109; i++) fatSectors.push(buf.readUInt32LE(76 + i * 4))
-  let difat = buf.readUInt32LE(68)
-  for (let guard = 0; difat < ENDOFCHAIN && guard < 1024; guard++) {
-    const o = sector(difat)
-    if (o + sectorSize > buf.length) break
-    for (let i = 0; i < sectorSize / 4 - 1; i++) fatSectors.push(buf.readUInt32LE(o + i * 4))
-    difat = buf.readUInt32LE(o + sectorSize - 4)
-  }
-  const next = (n: number): number => {
-    const perSector = sectorSize / 4
-    const fs = fatSectors[Math.floor(n / perSector)]
-    if (fs === undefined || fs >= ENDOFCHAIN) return ENDOFCHAIN
-    const o = sector(fs) + (n % perSector) * 4
-    return o + 4 <= buf.length ? buf.readUInt32LE(o) : ENDOFCHAIN
-  }
-  const names: string[] = []
-  const seen = new Set<number>()
-  for (let s = buf.readUInt32LE(48); s < ENDOFCHAIN && !seen.has(s) && names.length < 65536; s = next(s)) {
-    seen.add(s)
-    const o = sector(s)
-    if (o + sectorSize > buf.length) break
-    for (let e = o; e < o + sectorSize; e += 128) {
-      const len = Math.min(buf.readUInt16LE(e + 64), 64)
-      const type = buf[e + 66]
-      if (type === 0 || len < 2) continue
-      names.push(buf.subarray(e, e + len - 2).toString('utf16le'))
-    }
-  }
-  return names
+  const container = CFB.read(buf, { type: 'buffer' })
+  return container.FileIndex.map((e) => e.name).filter((n) => n !== '').slice(0, 65536)
 }
 
 /** `static.office` of an OLE compound file (doc, xls, ppt, msg). */
