@@ -2,8 +2,11 @@
 // flat: only an incomplete message head (at most HEAD_CAP bytes) and the first BODY_CAP bytes of a
 // request body are ever held; bodies beyond that are skipped by counting (Content-Length, chunked
 // framing). A direction whose first bytes are not an HTTP request or response is given up at once.
-// Written by hand: Node's own parser (llhttp) is not exposed for arbitrary byte streams, and the
-// npm parsers want sockets. What a request gives is what Cuckoo's `_add_http` reports (method,
+// Written by hand, for its caps: Node's own parser (llhttp) is not exposed for arbitrary byte
+// streams, and http-parser-js (which does take buffers) holds a whole body it is given and has no
+// way to skip one by counting, which a capture of a multi-GB download needs to stay flat. The
+// message grammar kept here is small: request and status lines, headers, Content-Length and
+// chunked framing. What a request gives is what Cuckoo's `_add_http` reports (method,
 // path, version without "HTTP/", host, user-agent, body); a response gives its status code.
 
 const HEAD_CAP = 16 * 1024
