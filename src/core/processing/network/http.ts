@@ -3,9 +3,12 @@
 // request body are ever held; bodies beyond that are skipped by counting (Content-Length, chunked
 // framing). A direction whose first bytes are not an HTTP request or response is given up at once.
 // Written by hand, for its caps: Node's own parser (llhttp) is not exposed for arbitrary byte
-// streams, and http-parser-js (which does take buffers) holds a whole body it is given and has no
-// way to skip one by counting, which a capture of a multi-GB download needs to stay flat. The
-// message grammar kept here is small: request and status lines, headers, Content-Length and
+// streams. http-parser-js does take buffers (with a per-parser header limit and body callbacks);
+// this parser stays because it enforces, in the same pass and per message, the caps a hostile
+// capture needs (a head of at most 16 KiB, the first 16 KiB of a body kept and the rest skipped by
+// counting, chunk-size lines of at most 1 KiB), gives a direction up at its first non-HTTP byte,
+// and is checked field by field against tshark on real captures (network.test.ts). It reads request
+// and status lines, headers, Content-Length and
 // chunked framing. What a request gives is what Cuckoo's `_add_http` reports (method,
 // path, version without "HTTP/", host, user-agent, body); a response gives its status code.
 
