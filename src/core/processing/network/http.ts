@@ -7,10 +7,9 @@
 // this parser stays because it enforces, in the same pass and per message, the caps a hostile
 // capture needs (a head of at most 16 KiB, the first 16 KiB of a body kept and the rest skipped by
 // counting, chunk-size lines of at most 1 KiB), gives a direction up at its first non-HTTP byte,
-// and is checked field by field against tshark on real captures (network.test.ts). It reads request
-// and status lines, headers, Content-Length and
-// chunked framing. What a request gives is what Cuckoo's `_add_http` reports (method,
-// path, version without "HTTP/", host, user-agent, body); a response gives its status code.
+// and is checked field by field against tshark on real captures (network.test.ts). What a request
+// gives is what Cuckoo's `_add_http` reports (method, path, version without "HTTP/", host,
+// user-agent, body); a response gives its status code.
 
 const HEAD_CAP = 16 * 1024
 const BODY_CAP = 16 * 1024
