@@ -234,6 +234,11 @@ export const migrations: Migration[] = [
         PRIMARY KEY (task_id, kind, term)
       ) WITHOUT ROWID;
       CREATE INDEX task_terms_term ON task_terms(term, kind, task_id);
+      -- The cascade's work, also for a connection that does not enable foreign keys (a script): a
+      -- term never names a task that is gone, so a term's task count is read from this index alone.
+      CREATE TRIGGER task_terms_delete AFTER DELETE ON tasks BEGIN
+        DELETE FROM task_terms WHERE task_id = OLD.id;
+      END;
 
       -- A task's name as the list shows it (the URL, or the file name: the target after its last
       -- '/'), for substring search in any case: FTS5's trigram index. Kept by plain SQL triggers,
@@ -256,8 +261,16 @@ export const migrations: Migration[] = [
         DELETE FROM task_names WHERE rowid = OLD.id;
       END;
 
-      -- The task list sorted by score (NULL, no report yet, sorts lowest).
-      CREATE INDEX tasks_score ON tasks(score);
+      -- The task list sorted by score (NULL, no report yet, sorts lowest; ties by id), filtered by
+      -- status or category on the way.
+      CREATE INDEX tasks_score ON tasks(score, id, status, category);
+      -- A narrow copy of what a search filters and sorts on, in id order: scanned instead of the
+      -- table's wide rows (5 times less to read at 100,000 tasks).
+      CREATE INDEX tasks_search ON tasks(id, status, category, score, added_on, sample_id, machine, tags);
+      -- machine: finds the tasks that asked for a machine, and those it ran.
+      CREATE INDEX tasks_machine ON tasks(machine COLLATE NOCASE);
+      CREATE INDEX guests_name ON guests(name COLLATE NOCASE);
+      CREATE INDEX guests_label ON guests(label COLLATE NOCASE);
     `
   }
 ]

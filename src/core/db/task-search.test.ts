@@ -197,9 +197,11 @@ describe('TaskSearch', () => {
       expect(find('three.example')).toEqual([a])
       index(a, { network: { domains: [{ domain: 'gone.example', ip: '' }] } })
       expect(find('domain:gone.example')).toEqual([a])
-      // Another connection without foreign keys: the terms stay behind, but never name a task that is not there.
+      // Another connection, without foreign keys: a trigger takes the terms with the task all the same.
       other.prepare('DELETE FROM tasks WHERE id = ?').run(a)
       expect(find('domain:gone.example')).toEqual([])
+      expect(search.search({ q: 'domain:gone.example', offset: 0, limit: 10, order: 'desc' }).total).toBe(0)
+      expect(db.prepare('SELECT count(*) FROM task_terms WHERE task_id = ?').pluck().get(a)).toBe(0)
       expect(find('three.example')).toEqual([])
       // This service's connection (foreign keys on): the terms go with the task.
       const b = insert('/u/h/b.exe')
@@ -210,6 +212,42 @@ describe('TaskSearch', () => {
       expect(terms.replace(b, [{ kind: 'domain', term: 'late.example' }])).toBe(false) // a deleted task gets no terms
     } finally {
       other.close()
+    }
+  })
+
+  it('answers the same whichever way a query is read (a term\'s own index, a walk of the sort\'s index, the general plan)', () => {
+    // 600 tasks: scores with ties and gaps, three categories, two statuses; a dense term (9 in 10
+    // tasks), a sparse one (1 in 50), a name in half of them. Expected answers computed here.
+    let seed = 7
+    const rnd = (n: number) => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed % n }
+    const tasks = Array.from({ length: 600 }, (_, i) => {
+      const score = rnd(4) === 0 ? null : rnd(20) / 2
+      const added = `2026-01-${String(1 + rnd(28)).padStart(2, '0')} 00:00:00`
+      const status = rnd(3) === 0 ? 'pending' : 'reported'
+      const target = i % 3 === 0 ? `http://u${i}.example/` : i % 3 === 1 ? `/u/h/half-${i}.exe` : `/u/h/other-${i}.zip!`
+      const id = insert(target, { status, score: score ?? undefined, added })
+      const dense = rnd(10) !== 0
+      const sparse = rnd(50) === 0
+      index(id, { network: { domains: [...(dense ? [{ domain: 'dense.example' }] : []), ...(sparse ? [{ domain: 'sparse.example' }] : [])] } })
+      return { id, score, added, status, category: target.startsWith('http') ? 'url' : target.endsWith('!') ? 'archive' : 'file', dense, sparse, half: i % 3 === 1 }
+    })
+    type T = (typeof tasks)[number]
+    const cmp = { id: (a: T, b: T) => a.id - b.id, score: (a: T, b: T) => ((a.score ?? -1) - (b.score ?? -1)) || a.id - b.id, added: (a: T, b: T) => a.added.localeCompare(b.added) || a.id - b.id }
+    for (const [q, match] of [['domain:dense.example', (t: T) => t.dense], ['domain:sparse.example', (t: T) => t.sparse], ['half-', (t: T) => t.half],
+      ['', () => true]] as const) {
+      for (const sort of ['id', 'score', 'added'] as const) {
+        for (const order of ['asc', 'desc'] as const) {
+          for (const [statuses, categories] of [[undefined, undefined], [['reported'], undefined], [undefined, ['file', 'archive']]] as const) {
+            const want = tasks.filter((t) => match(t) && (!statuses || statuses.includes(t.status as 'reported')) && (!categories || (categories as readonly string[]).includes(t.category)))
+              .sort(cmp[sort]).map((t) => t.id)
+            if (order === 'desc') want.reverse()
+            for (const [offset, limit] of [[0, 10], [37, 25], [want.length - 3, 10], [want.length + 5, 10], [0, 0]]) {
+              const got = search.search({ q, sort, order, offset, limit, statuses: statuses as never, categories: categories as never })
+              expect(got, JSON.stringify({ q, sort, order, statuses, categories, offset, limit })).toEqual({ ids: want.slice(offset, offset + limit), total: want.length })
+            }
+          }
+        }
+      }
     }
   })
 

@@ -42,6 +42,20 @@ export { SearchSyntaxError }
 interface Clause {
   sql: string
   args: unknown[]
+  /**
+   * The clause is exactly one index's set of tasks (one term of task_terms, or a trigram match of
+   * task_names), which holds only existing tasks: alone, its count and its pages in id order are
+   * read from that index without touching the tasks.
+   */
+  only?: {
+    count: string
+    page: Record<'asc' | 'desc', string>
+    /** Sorted otherwise: a walk of the sort's index that looks each task up in the set (for a dense set). */
+    walk?: Record<'score' | 'added', Record<'asc' | 'desc', string>>
+    args: unknown[]
+  }
+  /** A cheap look (an index, LIMIT 1) at whether any task matches: plain text drops what does not. */
+  probe?: { sql: string; args: unknown[] }
 }
 
 const ORDER: Record<SearchSort, Record<'asc' | 'desc', string>> = {
@@ -55,29 +69,57 @@ const HASH_COLUMNS = [['md5', 32], ['sha1', 40], ['sha256', 64], ['sha512', 128]
 
 const placeholders = (n: number): string => Array.from({ length: n }, () => '?').join(', ')
 
-/** Tasks with one of these terms (exact), as a condition on `t`. */
-function withTerms(pairs: readonly [IndexedKind, string][]): Clause {
-  return {
-    sql: `t.id IN (${pairs.map(() => 'SELECT task_id FROM task_terms WHERE term = ? AND kind = ?').join(' UNION ALL ')})`,
-    args: pairs.flatMap(([kind, term]) => [term, kind])
+const ONE_TERM = 'FROM task_terms WHERE term = ? AND kind = ?'
+const IN_TERM = 'EXISTS (SELECT 1 FROM task_terms x WHERE x.term = ? AND x.kind = ? AND x.task_id = t.id)'
+const walk = (index: string, sort: 'score' | 'added', order: 'asc' | 'desc'): string =>
+  `SELECT t.id FROM tasks t INDEXED BY ${index} WHERE ${IN_TERM} ORDER BY ${ORDER[sort][order]} LIMIT ? OFFSET ?`
+const TERM_SET = {
+  count: `SELECT count(*) ${ONE_TERM}`,
+  page: { asc: `SELECT task_id ${ONE_TERM} ORDER BY task_id ASC LIMIT ? OFFSET ?`, desc: `SELECT task_id ${ONE_TERM} ORDER BY task_id DESC LIMIT ? OFFSET ?` },
+  walk: {
+    score: { asc: walk('tasks_score', 'score', 'asc'), desc: walk('tasks_score', 'score', 'desc') },
+    added: { asc: walk('tasks_added', 'added', 'asc'), desc: walk('tasks_added', 'added', 'desc') }
   }
 }
+/** A walk looks up at most about this many tasks; a sparser set is sorted from its own rows instead. */
+const WALK_LIMIT = 5000
+const NAME_MATCH = 'FROM task_names WHERE task_names MATCH ?'
+const NAME_SET = {
+  count: `SELECT count(*) ${NAME_MATCH}`,
+  page: { asc: `SELECT rowid ${NAME_MATCH} ORDER BY rowid ASC LIMIT ? OFFSET ?`, desc: `SELECT rowid ${NAME_MATCH} ORDER BY rowid DESC LIMIT ? OFFSET ?` }
+}
 
-/** The sample's hashes start with `prefix`, or a dropped file's do: hex only, so [p, p||'g') is the range. */
-function withHash(prefix: string): Clause {
+/** Tasks with this term (exact), as a condition on `t`. */
+function withTerm(kind: IndexedKind, term: string): Clause {
+  const args = [term, kind]
+  return { sql: `t.id IN (SELECT task_id ${ONE_TERM})`, args, only: { ...TERM_SET, args }, probe: { sql: `SELECT 1 ${ONE_TERM} LIMIT 1`, args } }
+}
+
+/** The sample's hashes start with `prefix` (hex only, so [p, p||'g') is the range). */
+function withSampleHash(prefix: string): Clause {
   const columns = HASH_COLUMNS.filter(([, len]) => prefix.length <= len)
-  return {
-    sql: `(t.sample_id IN (${columns.map(([c]) => `SELECT id FROM samples WHERE ${c} >= ? AND ${c} < ?`).join(' UNION ALL ')})` +
-      (prefix.length <= 64 ? " OR t.id IN (SELECT task_id FROM task_terms WHERE term >= ? AND term < ? AND kind = 'hash'))" : ')'),
-    args: [...columns.flatMap(() => [prefix, `${prefix}g`]), ...(prefix.length <= 64 ? [prefix, `${prefix}g`] : [])]
-  }
+  const samples = columns.map(([c]) => `SELECT id FROM samples WHERE ${c} >= ? AND ${c} < ?`).join(' UNION ALL ')
+  const args = columns.flatMap(() => [prefix, `${prefix}g`])
+  return { sql: `t.sample_id IN (${samples})`, args, probe: { sql: `SELECT 1 FROM tasks WHERE sample_id IN (${samples}) LIMIT 1`, args } }
+}
+
+/** A dropped file's md5, sha1 or sha256 starts with `prefix`. */
+function withDroppedHash(prefix: string): Clause {
+  const range = "FROM task_terms WHERE term >= ? AND term < ? AND kind = 'hash'"
+  const args = [prefix, `${prefix}g`]
+  return { sql: `t.id IN (SELECT task_id ${range})`, args, probe: { sql: `SELECT 1 ${range} LIMIT 1`, args } }
+}
+
+function withHash(prefix: string): Clause[] {
+  return prefix.length <= 64 ? [withSampleHash(prefix), withDroppedHash(prefix)] : [withSampleHash(prefix)]
 }
 
 /** Part of the name, any case: the trigram index from 3 characters, a GLOB of both cases below. */
 function withName(text: string): Clause {
   const chars = [...text]
   if (chars.length >= 3) {
-    return { sql: 't.id IN (SELECT rowid FROM task_names WHERE task_names MATCH ?)', args: [`"${text.replace(/"/g, '""')}"`] }
+    const args = [`"${text.replace(/"/g, '""')}"`]
+    return { sql: `t.id IN (SELECT rowid ${NAME_MATCH})`, args, only: { ...NAME_SET, args }, probe: { sql: `SELECT 1 ${NAME_MATCH} LIMIT 1`, args } }
   }
   const glob = chars.map((c) => {
     const lo = c.toLowerCase()
@@ -85,22 +127,30 @@ function withName(text: string): Clause {
     if (lo !== up && [...lo].length === 1 && [...up].length === 1) return `[${lo}${up}]`
     return c === '*' || c === '?' || c === '[' ? `[${c}]` : c
   }).join('')
-  return { sql: 't.id IN (SELECT rowid FROM task_names WHERE name GLOB ?)', args: [`*${glob}*`] }
+  const args = [`*${glob}*`]
+  return { sql: 't.id IN (SELECT rowid FROM task_names WHERE name GLOB ?)', args, probe: { sql: 'SELECT 1 FROM task_names WHERE name GLOB ? LIMIT 1', args } }
 }
 
 /** The LIKE pattern of a literal (its %, _ and \ escaped with \). */
 const likeLiteral = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 /** One of the task's tags is `tag` (ASCII letters in any case); tags are a JSON array of strings. */
-const withTag = (tag: string): Clause => ({ sql: "t.tags LIKE ? ESCAPE '\\'", args: [`%${likeLiteral(JSON.stringify(tag))}%`] })
+function withTag(tag: string): Clause {
+  const args = [`%${likeLiteral(JSON.stringify(tag))}%`]
+  return { sql: "t.tags LIKE ? ESCAPE '\\'", args, probe: { sql: "SELECT 1 FROM tasks INDEXED BY tasks_search WHERE tags LIKE ? ESCAPE '\\' LIMIT 1", args } }
+}
 
 /** Asked for that machine, or ran on it (its name or label), in any case. */
-const withMachine = (name: string): Clause => ({
-  sql: '(t.machine = ? COLLATE NOCASE OR t.id IN (SELECT task_id FROM guests WHERE name = ? COLLATE NOCASE UNION ALL SELECT task_id FROM guests WHERE label = ? COLLATE NOCASE))',
-  args: [name, name, name]
-})
+function withMachine(name: string): Clause {
+  const guests = 'SELECT task_id FROM guests WHERE name = ? COLLATE NOCASE UNION ALL SELECT task_id FROM guests WHERE label = ? COLLATE NOCASE'
+  return {
+    sql: `(t.machine = ? COLLATE NOCASE OR t.id IN (${guests}))`,
+    args: [name, name, name],
+    probe: { sql: `SELECT 1 FROM tasks WHERE machine = ? COLLATE NOCASE UNION ALL ${guests} LIMIT 1`, args: [name, name, name] }
+  }
+}
 
-const anyOf = (clauses: Clause[]): Clause => ({ sql: `(${clauses.map((c) => c.sql).join(' OR ')})`, args: clauses.flatMap((c) => c.args) })
+const withId = (id: number): Clause => ({ sql: 't.id = ?', args: [id], probe: { sql: 'SELECT 1 FROM tasks WHERE id = ?', args: [id] } })
 
 /** A host written as a URL (domain:https://evil.com/x) is its host. */
 function hostIfUrl(v: string): string {
@@ -112,24 +162,27 @@ function hostIfUrl(v: string): string {
   }
 }
 
-/** The condition of one term of a query. Throws SearchSyntaxError for a value its kind cannot have. */
-export function termClause(term: SearchTerm): Clause {
+/**
+ * What one term of a query can match: one condition, or (plain text, a hash) several, any of which
+ * will do. Throws SearchSyntaxError for a value its kind cannot have.
+ */
+export function termClauses(term: SearchTerm): Clause[] {
   const v = term.value
   switch (term.kind) {
     case 'id':
       if (!/^\d{1,15}$/.test(v)) throw new SearchSyntaxError(`id: wants a task id, a whole number (got '${v.slice(0, 40)}')`)
-      return { sql: 't.id = ?', args: [Number(v)] }
+      return [withId(Number(v))]
     case 'hash': {
       const p = hashPrefix(v)
       if (p === null) throw new SearchSyntaxError(`hash: wants an md5, sha1, sha256 or sha512, or its first 6 or more hex digits (got '${v.slice(0, 40)}')`)
       return withHash(p)
     }
     case 'name':
-      return withName(v)
+      return [withName(v)]
     case 'url': {
       const forms = normalizeUrl(v)
       if (forms.length === 0) throw new SearchSyntaxError(`url: wants a URL (got '${v.slice(0, 40)}')`)
-      return withTerms([['url', forms[0]!]])
+      return [withTerm('url', forms[0]!)]
     }
     case 'domain': {
       const d = normalizeDomain(hostIfUrl(v))
@@ -137,40 +190,38 @@ export function termClause(term: SearchTerm): Clause {
         const ip = normalizeIp(v)
         throw new SearchSyntaxError(ip !== null ? `domain: '${ip}' is an address: ip:${ip} finds it` : `domain: wants a domain name (got '${v.slice(0, 40)}')`)
       }
-      return withTerms([['domain', d]])
+      return [withTerm('domain', d)]
     }
     case 'ip': {
       const ip = normalizeIp(v)
       if (ip === null) throw new SearchSyntaxError(`ip: wants an IPv4 or IPv6 address (got '${v.slice(0, 40)}')`)
-      return withTerms([['ip', ip]])
+      return [withTerm('ip', ip)]
     }
     case 'sig': {
       const s = normalizeSig(v)
       if (s === null) throw new SearchSyntaxError(`sig: wants a signature name of at most 200 characters (got '${v.slice(0, 40)}')`)
-      return withTerms([['sig', s]])
+      return [withTerm('sig', s)]
     }
     case 'tag':
-      return withTag(v)
+      return [withTag(v)]
     case 'machine':
-      return withMachine(v)
+      return [withMachine(v)]
     case 'any': {
       const clauses: Clause[] = []
-      if (/^\d{1,15}$/.test(v)) clauses.push({ sql: 't.id = ?', args: [Number(v)] })
+      if (/^\d{1,15}$/.test(v)) clauses.push(withId(Number(v)))
       const hash = hashPrefix(v)
-      if (hash !== null) clauses.push(withHash(hash))
+      if (hash !== null) clauses.push(...withHash(hash))
       clauses.push(withName(v))
-      const pairs: [IndexedKind, string][] = []
       const domain = normalizeDomain(v)
-      if (domain !== null) pairs.push(['domain', domain])
+      if (domain !== null) clauses.push(withTerm('domain', domain))
       const ip = normalizeIp(v)
-      if (ip !== null) pairs.push(['ip', ip])
+      if (ip !== null) clauses.push(withTerm('ip', ip))
       const url = normalizeUrl(v)[0]
-      if (url !== undefined && (v.includes('/') || v.includes('?'))) pairs.push(['url', url])
+      if (url !== undefined && (v.includes('/') || v.includes('?'))) clauses.push(withTerm('url', url))
       const sig = normalizeSig(v)
-      if (sig !== null) pairs.push(['sig', sig])
-      if (pairs.length > 0) clauses.push(withTerms(pairs))
+      if (sig !== null) clauses.push(withTerm('sig', sig))
       clauses.push(withTag(v), withMachine(v))
-      return anyOf(clauses)
+      return clauses
     }
   }
 }
@@ -188,26 +239,54 @@ export class TaskSearch {
 
   /** One page of the tasks that match, and how many match in all. Throws SearchSyntaxError for a bad `q`. */
   search(query: SearchQuery): SearchPage {
-    const where: Clause[] = (query.q ? parseSearch(query.q) : []).map(termClause)
-    const searched = where.length > 0
-    if (query.statuses?.length) where.push({ sql: `t.status IN (${placeholders(query.statuses.length)})`, args: [...query.statuses] })
-    if (query.categories?.length) where.push({ sql: `t.category IN (${placeholders(query.categories.length)})`, args: [...query.categories] })
+    const terms: Clause[] = []
+    for (const term of query.q ? parseSearch(query.q) : []) {
+      const alternatives = termClauses(term)
+      // Several things a term can be (plain text): those no task has are left out first, so the
+      // usual case (a domain that is only a domain) becomes one index's set.
+      const live = alternatives.length === 1 ? alternatives
+        : alternatives.filter((c) => c.probe === undefined || this.statement(c.probe.sql).pluck().get(...c.probe.args) !== undefined)
+      if (live.length === 0) return { ids: [], total: 0 }
+      terms.push(live.length === 1 ? live[0]! : { sql: `(${live.map((c) => c.sql).join(' OR ')})`, args: live.flatMap((c) => c.args) })
+    }
+    const sort = query.sort ?? 'id'
+    const filters: Clause[] = []
+    if (query.statuses?.length) filters.push({ sql: `t.status IN (${placeholders(query.statuses.length)})`, args: [...query.statuses] })
+    if (query.categories?.length) filters.push({ sql: `t.category IN (${placeholders(query.categories.length)})`, args: [...query.categories] })
+    const only = terms.length === 1 && filters.length === 0 ? terms[0]!.only : undefined
+    if (only && (sort === 'id' || only.walk)) {
+      // One term's set, counted from its own index; in id order, its pages too (the UI's usual search).
+      const total = this.statement(only.count).pluck().get(...only.args) as number
+      if (query.limit === 0 || total <= query.offset) return { ids: [], total }
+      if (sort === 'id') return { ids: this.statement(only.page[query.order]).pluck().all(...only.args, query.limit, query.offset) as number[], total }
+      // Sorted by score or time: when the set is dense, walking the sort's index finds the page
+      // after looking up (offset + limit) / density tasks.
+      const all = this.statement('SELECT count(*) FROM tasks').pluck().get() as number
+      if ((query.offset + query.limit) * all <= WALK_LIMIT * total) {
+        return { ids: this.statement(only.walk![sort][query.order]).pluck().all(...only.args, query.limit, query.offset) as number[], total }
+      }
+    }
+    const where = [...terms, ...filters]
     const cond = where.length === 0 ? '' : `WHERE ${where.map((c) => c.sql).join(' AND ')}`
     const args = where.flatMap((c) => c.args)
-    const order = ORDER[query.sort ?? 'id'][query.order]
-    const count = () => this.statement(`SELECT count(*) FROM tasks t ${cond}`).pluck().get(...args) as number
-    if (query.limit === 0) return { ids: [], total: count() }
-    if (!searched) {
+    const order = ORDER[sort][query.order]
+    if (terms.length === 0) {
       // Filters only: the page walks an index and stops; the count is one pass over an index.
-      const ids = this.statement(`SELECT t.id FROM tasks t ${cond} ORDER BY ${order} LIMIT ? OFFSET ?`).pluck()
+      const total = this.statement(`SELECT count(*) FROM tasks t ${cond}`).pluck().get(...args) as number
+      const ids = query.limit === 0 ? [] : this.statement(`SELECT t.id FROM tasks t ${cond} ORDER BY ${order} LIMIT ? OFFSET ?`).pluck()
         .all(...args, query.limit, query.offset) as number[]
-      return { ids, total: count() }
+      return { ids, total }
     }
-    // A search: one pass finds the matches (each term's task set is read once), counts and sorts them.
-    const rows = this.statement(`SELECT t.id, count(*) OVER () FROM tasks t ${cond} ORDER BY ${order} LIMIT ? OFFSET ?`).raw()
-      .all(...args, query.limit, query.offset) as [number, number][]
-    if (rows.length === 0) return { ids: [], total: query.offset === 0 ? 0 : count() }
-    return { ids: rows.map((r) => r[0]), total: rows[0]![1] }
+    // A search: the matches are found once, over the narrow index of what they are filtered and
+    // sorted by (each term's set of tasks is built once), then counted and the page taken from them.
+    const rows = this.statement(
+      `WITH m AS MATERIALIZED (SELECT t.id AS id, t.score AS score, t.added_on AS added_on FROM tasks t INDEXED BY tasks_search ${cond})
+       SELECT NULL, count(*) FROM m
+       UNION ALL
+       SELECT * FROM (SELECT t.id, NULL FROM m t ORDER BY ${order} LIMIT ? OFFSET ?)`
+    ).raw().all(...args, query.limit, query.offset) as [number | null, number | null][]
+    // The count's row is the one without an id.
+    return { ids: rows.filter((r) => r[0] !== null).map((r) => r[0]!), total: rows.find((r) => r[0] === null)![1]! }
   }
 
   /** {"tasks":[...],"total":N}: each task as /tasks/view shows it, plus its score. */
