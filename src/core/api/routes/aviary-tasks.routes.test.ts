@@ -1,5 +1,7 @@
 // GET /aviary/tasks on a real service with 100,000 tasks inserted by SQL (another connection, as a
-// maintenance script would): filters, search, paging and totals against the same data computed here.
+// maintenance script would), search terms as processing writes them for the reported ones, and
+// scores: filters, every kind of search, sorting, paging and totals against the same data computed
+// here; 400s naming the field.
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -18,6 +20,14 @@ const statusOf = (i: number) => TASK_STATUSES[i % 8]!
 const nameOf = (i: number) => (i === 4321 ? 'invoice-q3.pdf' : i % 10 === 0 ? `http://host-${i}.example/x` : `sample-${i}.exe`)
 const hasSample = (i: number) => i % 1000 === 1
 const all = Array.from({ length: N }, (_, k) => k + 1)
+// Reported tasks (i % 8 == 3) have a score and terms: every one the domain shared.example (with its
+// parent example), one in 1000 a domain under bad.example, an address 198.51.100.<i % 200>, a
+// signature network_http (i % 16 == 3) or antivm_disk (i % 16 == 11).
+const reported = (i: number) => i % 8 === 3
+const scoreOf = (i: number) => (reported(i) ? (i % 101) / 10 : null)
+const categoryOf = (i: number) => (i % 10 === 0 ? 'url' : 'file')
+/** By score, highest first, no score last; ties by id, the same way. */
+const byScore = (a: number, b: number) => ((scoreOf(b) ?? -1) - (scoreOf(a) ?? -1)) || b - a
 
 describe('GET /aviary/tasks with 100,000 tasks', () => {
   let h: Harness
@@ -47,6 +57,15 @@ describe('GET /aviary/tasks with 100,000 tasks', () => {
                   '2026-01-01 00:00:00', '2026-01-01 00:00:00',
                   ${`CASE i % 8 ${TASK_STATUSES.map((s, k) => `WHEN ${k} THEN '${s}'`).join(' ')} END`}
            FROM n`)
+    h.sql("UPDATE tasks SET score = (id % 101) / 10.0 WHERE status = 'reported'")
+    h.sql(`INSERT INTO task_terms (task_id, kind, term)
+           SELECT id, 'domain', 'shared.example' FROM tasks WHERE status = 'reported'
+           UNION ALL SELECT id, 'domain', 'example' FROM tasks WHERE status = 'reported'
+           UNION ALL SELECT id, 'domain', 'evil-' || id || '.bad.example' FROM tasks WHERE status = 'reported' AND id % 1000 = 3
+           UNION ALL SELECT id, 'domain', 'bad.example' FROM tasks WHERE status = 'reported' AND id % 1000 = 3
+           UNION ALL SELECT id, 'ip', '198.51.100.' || (id % 200) FROM tasks WHERE status = 'reported'
+           UNION ALL SELECT id, 'sig', CASE id % 16 WHEN 3 THEN 'network_http' ELSE 'antivm_disk' END FROM tasks WHERE status = 'reported'
+           UNION ALL SELECT id, 'sig', CASE id % 16 WHEN 3 THEN 'network' ELSE 'antivm' END FROM tasks WHERE status = 'reported'`)
   }, 120_000)
 
   afterAll(async () => {
@@ -92,6 +111,45 @@ describe('GET /aviary/tasks with 100,000 tasks', () => {
     expect((await get('q=%20%20')).body.total).toBe(N) // blank search: no filter
   })
 
+  /** The expected answer of a sorted query: matching ids sorted by `cmp`, then the page. */
+  const expectSorted = async (query: string, match: (i: number) => boolean, cmp: (a: number, b: number) => number, offset = 0, limit = 100) => {
+    const ids = all.filter(match).sort(cmp)
+    const { status, body } = await get(query)
+    expect(status, query).toBe(200)
+    expect(body.total, query).toBe(ids.length)
+    expect(body.tasks.map((t) => t.id), query).toEqual(ids.slice(offset, offset + limit))
+    return body
+  }
+
+  it('finds tasks by the terms of their reports: domains with their parents, addresses, signatures, plain or by kind', async () => {
+    await expectPage('q=domain:shared.example', reported)
+    await expectPage('q=domain:example&order=asc&offset=12000&limit=1000', reported, 12_000, 1000, true)
+    await expectPage('q=domain:bad.example&limit=1000', (i) => reported(i) && i % 1000 === 3, 0, 1000)
+    await expectPage('q=domain:evil-7003.bad.example', (i) => i === 7003)
+    await expectPage('q=evil-7003.bad.example', (i) => i === 7003)
+    await expectPage('q=shared.example&offset=500', reported, 500)
+    await expectPage('q=ip:198.51.100.7', (i) => reported(i) && i % 200 === 7)
+    await expectPage('q=sig:network', (i) => reported(i) && i % 16 === 3)
+    await expectPage('q=sig:antivm_disk sig:antivm&status=reported&order=asc&offset=3000&limit=50', (i) => reported(i) && i % 16 === 11, 3000, 50, true)
+    expect((await get('q=domain:nowhere.example')).body).toEqual({ tasks: [], total: 0 })
+    expect((await get('q=sig:network sig:antivm')).body.total).toBe(0)
+  })
+
+  it('sorts by score (no score last), by time added or by id, and filters by category', async () => {
+    await expectSorted('sort=score', () => true, byScore)
+    await expectSorted('sort=score&offset=12400&limit=300', () => true, byScore, 12_400, 300)
+    await expectSorted('sort=score&order=asc&limit=50', () => true, (a, b) => byScore(b, a), 0, 50)
+    await expectSorted('sort=added&order=asc&offset=7&limit=20', () => true, (a, b) => a - b, 7, 20) // all added at once: by id
+    await expectPage('category=url', (i) => categoryOf(i) === 'url')
+    await expectPage('category=file,archive&offset=80000', (i) => categoryOf(i) === 'file', 80_000)
+    await expectSorted('q=ip:198.51.100.7&sort=score', (i) => reported(i) && i % 200 === 7, byScore)
+    await expectSorted('q=domain:shared.example&sort=score&offset=100', reported, byScore, 100)
+    await expectSorted('q=sig:network&status=reported&category=file&sort=score&order=asc&offset=10&limit=30',
+      (i) => reported(i) && i % 16 === 3 && categoryOf(i) === 'file', (a, b) => byScore(b, a), 10, 30)
+    await expectSorted('q=.exe&status=reported,pending&sort=score&offset=9000',
+      (i) => nameOf(i).includes('.exe') && ['reported', 'pending'].includes(statusOf(i)), byScore, 9000)
+  })
+
   it('answers tasks in /tasks/view shape with the score, and follows changes', async () => {
     const { body } = await get('q=invoice')
     const task = body.tasks[0] as ListedTask
@@ -111,7 +169,9 @@ describe('GET /aviary/tasks with 100,000 tasks', () => {
 
   it('refuses bad parameters with a 400 naming the field', async () => {
     for (const [query, field] of [['status=reported,bogus', 'status'], ['limit=1001', 'limit'], ['offset=-1', 'offset'],
-      ['order=up', 'order'], ['limit=ten', 'limit'], [`q=${'x'.repeat(1025)}`, 'q']] as const) {
+      ['order=up', 'order'], ['limit=ten', 'limit'], [`q=${'x'.repeat(1025)}`, 'q'], ['category=exe', 'category'], ['category=file,', 'category'],
+      ['sort=size', 'sort'], ['q=hash:zz1234', 'q'], ['q=ip:1.2.3', 'q'], ['q=id:x', 'q'], ['q=domain:1.2.3.4', 'q'], ['q=tag:', 'q'],
+      [`q=${'a%20'.repeat(9)}`, 'q']] as const) {
       const { status, body } = await h.json<{ message: string }>(`/aviary/tasks?${query}`)
       expect(status, query).toBe(400)
       expect(body.message.startsWith(`${field}: `), body.message).toBe(true)
