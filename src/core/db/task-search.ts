@@ -116,6 +116,8 @@ function withHash(prefix: string): Clause[] {
 
 /** Part of the name, any case: the trigram index from 3 characters, a GLOB of both cases below. */
 function withName(text: string): Clause {
+  // No stored name holds a NUL that SQL text functions would see past (FTS5 stops reading there).
+  if (text.includes('\u0000')) return { sql: '0', args: [], probe: { sql: 'SELECT 1 WHERE 0', args: [] } }
   const chars = [...text]
   if (chars.length >= 3) {
     const args = [`"${text.replace(/"/g, '""')}"`]
