@@ -172,6 +172,16 @@ describe('TaskSearch', () => {
     expect(kept.some((t) => t.kind === 'domain' && t.term.includes('aaaa'))).toBe(false) // 609 characters: no host name
     expect(kept.some((t) => t.kind === 'sig' && t.term.includes('\u0000'))).toBe(false)
     expect(find('q'.repeat(1024))).toEqual([])
+    // Never an SQL error (a 5xx): at most a query its kinds cannot mean.
+    for (const q of ['a\u0000b', '\u0000', '\ud800', 'abc\ud800', '""""', '"a"b"c"', 'NEAR("a")', '*:*', 'name:\u0000x\u0000', 'domain:\ud800.com',
+      'url:\ud800', 'sig:\ud800', 'tag:\ud800', 'machine:\u0000', '\\', 'ip:[::1]', 'ip:::', 'url:http://[', 'domain:.', `name:${'\u202e'.repeat(500)}`]) {
+      try {
+        find(q)
+      } catch (err) {
+        expect(err, JSON.stringify(q)).toBeInstanceOf(SearchSyntaxError)
+      }
+    }
+    expect(find('a\u0000b')).toEqual([])
   })
 
   it('refuses a query its kinds cannot mean, saying what each wants', () => {
