@@ -2,6 +2,7 @@
 // a line, and every option of the API. Uploads show their progress, then their task and hashes.
 import { useEffect, useRef, useState, type JSX } from 'react'
 import { useUi } from '../state/ui'
+import { SafeText } from '../components/text'
 import { entriesOf, pickedFiles, walkEntries } from '../submit/collect'
 import { DEFAULT_OPTIONS, parseTargets, type SubmitOptions } from '../submit/options'
 import { OptionsForm } from '../submit/OptionsForm'
@@ -64,25 +65,25 @@ export function SubmitPage(): JSX.Element {
     p.then(add, (err: Error) => setReadError(`Cannot read the dropped items: ${err.message}`))
   })
 
-  const { urls, hashes } = parseTargets(targets)
+  const { urls, hashes, invalid } = parseTargets(targets)
   const count = queued + urls.length + hashes.length
   const send = () => {
     if (count === 0) return
     // The route and decryption shown go into the options string (the server's default when none is offered).
     void submit(connection, applyNetwork(options, offer), targets)
-    setTargets('')
+    // What was neither a URL nor a hash stays, to be fixed.
+    setTargets(invalid.join('\n'))
   }
 
   return (
     <div className="flex max-w-5xl flex-col gap-4" onKeyDown={(e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); send() } }}>
       <h1 className="text-xl font-semibold">Submit</h1>
-      {over ? (
-        <div aria-hidden className="pointer-events-none fixed inset-0 z-50 flex items-center justify-center bg-sky-500/15 text-2xl font-semibold text-sky-900 ring-4 ring-inset ring-sky-500 dark:text-sky-100">
-          Drop files or folders to queue them
-        </div>
-      ) : null}
-      <section aria-label="Files" className="flex flex-col items-start gap-2 rounded border-2 border-dashed border-zinc-300 p-4 dark:border-zinc-700">
-        <p className="text-sm text-zinc-600 dark:text-zinc-400">Drop files or folders anywhere on this window, or pick them:</p>
+      {/* While files are dragged, the drop zone lights up; nothing covers the form (a drop anywhere still works). */}
+      <section aria-label="Files" data-dragging={over}
+        className={`flex flex-col items-start gap-2 rounded border-2 border-dashed p-4 ${over ? 'border-sky-600 bg-sky-50 dark:border-sky-400 dark:bg-sky-950' : 'border-zinc-300 dark:border-zinc-700'}`}>
+        {over
+          ? <p aria-live="polite" className="text-base font-semibold text-sky-900 dark:text-sky-100">Drop files or folders to queue them</p>
+          : <p className="text-sm text-zinc-600 dark:text-zinc-400">Drop files or folders anywhere on this window, or pick them:</p>}
         <div className="flex gap-2">
           <button type="button" className={button} onClick={() => fileInput.current?.click()}>Choose files…</button>
           <button type="button" className={button} onClick={() => folderInput.current?.click()}>Choose a folder…</button>
@@ -97,8 +98,14 @@ export function SubmitPage(): JSX.Element {
       <label className="flex flex-col gap-1 text-sm">
         <span className="font-medium">URLs and hashes <span className="font-normal text-zinc-500">one a line; md5, sha1, sha256 or sha512 of a sample the server has</span></span>
         <textarea value={targets} onChange={(e) => setTargets(e.target.value)} rows={4} spellCheck={false}
-          className="rounded border border-zinc-300 bg-transparent px-2 py-1 font-mono text-xs dark:border-zinc-700" />
+          aria-invalid={invalid.length > 0} aria-describedby={invalid.length > 0 ? 'targets-invalid' : undefined}
+          className="rounded border border-zinc-300 bg-transparent px-2 py-1 font-mono text-xs aria-[invalid=true]:border-amber-600 dark:border-zinc-700" />
       </label>
+      {invalid.length > 0 && (
+        <p id="targets-invalid" role="alert" className="-mt-3 text-xs text-amber-800 dark:text-amber-300">
+          Neither a URL nor a hash, left out: <SafeText value={invalid.slice(0, 5).join(', ')} />{invalid.length > 5 ? ` and ${invalid.length - 5} more` : ''}
+        </p>
+      )}
       <OptionsForm connection={connection} value={options} onChange={setOptions} />
       <div className="flex items-center gap-3">
         <button type="button" onClick={send} disabled={count === 0} title="Ctrl+Enter"

@@ -29,7 +29,8 @@ export function OptionsForm({ connection, value, onChange }: { connection: Conne
   const text = (k: 'package' | 'options' | 'platform' | 'tags' | 'custom' | 'owner') => ({
     value: value[k], onChange: (e: { target: { value: string } }) => set(k, e.target.value), className: input
   })
-  const platforms = [...new Set((machines.data ?? []).map((m) => m.platform))]
+  // The fleet's own platforms (a suggestion of "windows" on a Linux-only fleet would make tasks no machine can run).
+  const platforms = [...new Set((machines.data ?? []).map((m) => m.platform).filter((p) => typeof p === 'string' && p !== ''))].sort()
   const offer = useNetworkOffer(connection).data ?? null
   const replaced = offer ? replacedKeys(value.options, NETWORK_KEYS) : []
 
@@ -55,7 +56,7 @@ export function OptionsForm({ connection, value, onChange }: { connection: Conne
         </select>
       </Field>
       <Field label="Platform">
-        <input list="aviary-platforms" {...text('platform')} placeholder="windows" />
+        <input list="aviary-platforms" {...text('platform')} placeholder={platforms.length > 0 ? platforms.join(' or ') : 'any'} />
         <datalist id="aviary-platforms">{platforms.map((p) => <option key={p} value={p} />)}</datalist>
       </Field>
       {offer ? <NetworkFields offer={offer} value={value} onChange={onChange} /> : null}

@@ -59,15 +59,45 @@ export function toForm(fields: Record<string, string>): FormData {
 
 const HASH = /^(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128})$/i
 
-/** Splits pasted text (one target a line) into hashes of known samples and URLs. */
-export function parseTargets(text: string): { urls: string[]; hashes: string[] } {
+const URL_SCHEMES = new Set(['http:', 'https:', 'ftp:'])
+
+/**
+ * Whether a line is a URL to analyse: an http(s) or ftp URL, or a host name with a dot (or an
+ * address) and maybe a path, which the guest's browser opens over http. Anything with a blank in it,
+ * or another scheme (javascript:, file:), is not.
+ */
+export function isTargetUrl(line: string): boolean {
+  if (line === '' || /\s/.test(line)) return false
+  if (/^[a-z][a-z0-9+.-]*:/i.test(line) && !/^[^:/]+:\d+(\/|$)/.test(line)) {
+    try {
+      const u = new URL(line)
+      return URL_SCHEMES.has(u.protocol) && u.hostname !== ''
+    } catch {
+      return false
+    }
+  }
+  try {
+    const host = new URL(`http://${line}`).hostname
+    return host.includes('.') || host === 'localhost' || host.startsWith('[')
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Splits pasted text (one target a line) into hashes of known samples and URLs; the other lines
+ * (comments apart) are `invalid`: neither counted nor sent, shown to be fixed.
+ */
+export function parseTargets(text: string): { urls: string[]; hashes: string[]; invalid: string[] } {
   const urls: string[] = []
   const hashes: string[] = []
+  const invalid: string[] = []
   for (const raw of text.split(/\r?\n/)) {
     const line = raw.trim()
     if (line === '' || line.startsWith('#')) continue
     if (HASH.test(line)) hashes.push(line.toLowerCase())
-    else urls.push(line)
+    else if (isTargetUrl(line)) urls.push(line)
+    else invalid.push(line)
   }
-  return { urls, hashes }
+  return { urls, hashes, invalid }
 }
