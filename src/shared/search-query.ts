@@ -207,3 +207,48 @@ export function hashPrefix(s: string): string | null {
   const t = s.trim().toLowerCase()
   return /^[0-9a-f]{6,128}$/.test(t) ? t : null
 }
+
+/** A host written as a URL (domain:https://evil.com/x) is its host; anything else as it is. */
+export function hostIfUrl(v: string): string {
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(v)) return v
+  try {
+    return new URL(v).hostname
+  } catch {
+    return v
+  }
+}
+
+/** What is wrong with a term's value for its kind, in words (a 400 says it); null when nothing is. */
+export function termProblem(t: SearchTerm): string | null {
+  const v = t.value
+  const got = `(got '${v.slice(0, 40)}')`
+  switch (t.kind) {
+    case 'id':
+      return /^\d{1,15}$/.test(v) ? null : `id: wants a task id, a whole number ${got}`
+    case 'hash':
+      return hashPrefix(v) !== null ? null : `hash: wants an md5, sha1, sha256 or sha512, or its first 6 or more hex digits ${got}`
+    case 'url':
+      return normalizeUrl(v).length > 0 ? null : `url: wants a URL ${got}`
+    case 'domain': {
+      if (normalizeDomain(hostIfUrl(v)) !== null) return null
+      const ip = normalizeIp(v)
+      return ip !== null ? `domain: '${ip}' is an address: ip:${ip} finds it` : `domain: wants a domain name ${got}`
+    }
+    case 'ip':
+      return normalizeIp(v) !== null ? null : `ip: wants an IPv4 or IPv6 address ${got}`
+    case 'sig':
+      return normalizeSig(v) !== null ? null : `sig: wants a signature name of at most 200 characters ${got}`
+    default:
+      return null
+  }
+}
+
+/** Parses a query and checks each term's value against its kind; throws SearchSyntaxError for the first problem. */
+export function checkSearch(q: string): SearchTerm[] {
+  const terms = parseSearch(q)
+  for (const t of terms) {
+    const problem = termProblem(t)
+    if (problem !== null) throw new SearchSyntaxError(problem)
+  }
+  return terms
+}

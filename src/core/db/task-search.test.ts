@@ -251,7 +251,7 @@ describe('TaskSearch', () => {
             const want = tasks.filter((t) => match(t) && (!statuses || statuses.includes(t.status as 'reported')) && (!categories || (categories as readonly string[]).includes(t.category)))
               .sort(cmp[sort]).map((t) => t.id)
             if (order === 'desc') want.reverse()
-            for (const [offset, limit] of [[0, 10], [37, 25], [want.length - 3, 10], [want.length + 5, 10], [0, 0]]) {
+            for (const [offset, limit] of [[0, 10], [37, 25], [want.length - 3, 10], [want.length + 5, 10], [0, 0]] as [number, number][]) {
               const got = search.search({ q, sort, order, offset, limit, statuses: statuses as never, categories: categories as never })
               expect(got, JSON.stringify({ q, sort, order, statuses, categories, offset, limit })).toEqual({ ids: want.slice(offset, offset + limit), total: want.length })
             }

@@ -13,7 +13,7 @@ import type { Statement } from 'better-sqlite3'
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
 import {
-  hashPrefix, normalizeDomain, normalizeIp, normalizeSig, normalizeUrl, parseSearch, SearchSyntaxError,
+  hashPrefix, hostIfUrl, normalizeDomain, normalizeIp, normalizeSig, normalizeUrl, parseSearch, SearchSyntaxError, termProblem,
   type IndexedKind, type SearchTerm
 } from '../../shared/search-query'
 
@@ -154,56 +154,29 @@ function withMachine(name: string): Clause {
 
 const withId = (id: number): Clause => ({ sql: 't.id = ?', args: [id], probe: { sql: 'SELECT 1 FROM tasks WHERE id = ?', args: [id] } })
 
-/** A host written as a URL (domain:https://evil.com/x) is its host. */
-function hostIfUrl(v: string): string {
-  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(v)) return v
-  try {
-    return new URL(v).hostname
-  } catch {
-    return v
-  }
-}
-
 /**
  * What one term of a query can match: one condition, or (plain text, a hash) several, any of which
- * will do. Throws SearchSyntaxError for a value its kind cannot have.
+ * will do. Throws SearchSyntaxError for a value its kind cannot have (shared/search-query.ts says why).
  */
 export function termClauses(term: SearchTerm): Clause[] {
+  const problem = termProblem(term)
+  if (problem !== null) throw new SearchSyntaxError(problem)
   const v = term.value
   switch (term.kind) {
     case 'id':
-      if (!/^\d{1,15}$/.test(v)) throw new SearchSyntaxError(`id: wants a task id, a whole number (got '${v.slice(0, 40)}')`)
       return [withId(Number(v))]
-    case 'hash': {
-      const p = hashPrefix(v)
-      if (p === null) throw new SearchSyntaxError(`hash: wants an md5, sha1, sha256 or sha512, or its first 6 or more hex digits (got '${v.slice(0, 40)}')`)
-      return withHash(p)
-    }
+    case 'hash':
+      return withHash(hashPrefix(v)!)
     case 'name':
       return [withName(v)]
-    case 'url': {
-      const forms = normalizeUrl(v)
-      if (forms.length === 0) throw new SearchSyntaxError(`url: wants a URL (got '${v.slice(0, 40)}')`)
-      return [withTerm('url', forms[0]!)]
-    }
-    case 'domain': {
-      const d = normalizeDomain(hostIfUrl(v))
-      if (d === null) {
-        const ip = normalizeIp(v)
-        throw new SearchSyntaxError(ip !== null ? `domain: '${ip}' is an address: ip:${ip} finds it` : `domain: wants a domain name (got '${v.slice(0, 40)}')`)
-      }
-      return [withTerm('domain', d)]
-    }
-    case 'ip': {
-      const ip = normalizeIp(v)
-      if (ip === null) throw new SearchSyntaxError(`ip: wants an IPv4 or IPv6 address (got '${v.slice(0, 40)}')`)
-      return [withTerm('ip', ip)]
-    }
-    case 'sig': {
-      const s = normalizeSig(v)
-      if (s === null) throw new SearchSyntaxError(`sig: wants a signature name of at most 200 characters (got '${v.slice(0, 40)}')`)
-      return [withTerm('sig', s)]
-    }
+    case 'url':
+      return [withTerm('url', normalizeUrl(v)[0]!)]
+    case 'domain':
+      return [withTerm('domain', normalizeDomain(hostIfUrl(v))!)]
+    case 'ip':
+      return [withTerm('ip', normalizeIp(v)!)]
+    case 'sig':
+      return [withTerm('sig', normalizeSig(v)!)]
     case 'tag':
       return [withTag(v)]
     case 'machine':
