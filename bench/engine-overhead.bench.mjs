@@ -6,22 +6,20 @@
 //   analysis  analyzer_started → finished (the analyzer running the sample in the guest)
 //   overhead  wall − analysis: result server, capture start/stop, agent sequence, teardown
 // Also the whole run's wall time. As root. Uses netns indexes 4-7 (10.204.4-7.0/24).
-// Usage: node bench/engine-overhead.bench.mjs [--tasks N]
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+// A task counts once its run has ended (any status after running: it may already be reported).
+// Usage: node bench/engine-overhead.bench.mjs [--tasks N] [--quick (4 tasks)]
+import { writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { netnsFixture, root, serve, stop, waitForRun } from './netns-serve.mjs'
+import { cleanup, numArg, tempDir } from './cleanup.mjs'
+import { netnsFixture, root, serve, waitForRun } from './netns-serve.mjs'
 
-const args = process.argv.slice(2)
-const TASKS = args.includes('--tasks') ? Number(args[args.indexOf('--tasks') + 1]) : 50
+const TASKS = numArg('--tasks', 50, 4)
 const GUESTS = 4
 
-const { createNetnsGuest, cleanup } = await netnsFixture('overhead')
-
 const guests = []
-const data = mkdtempSync(path.join(tmpdir(), 'aviary-bench-overhead-'))
-let server
 try {
+  const { createNetnsGuest } = await netnsFixture('overhead')
+  const data = tempDir('aviary-bench-overhead-')
   for (let i = 0; i < GUESTS; i++) {
     const g = await createNetnsGuest({ index: 4 + i, prefix: 'avbo' })
     guests.push(g)
@@ -33,8 +31,7 @@ try {
     resultserver: { ip: '0.0.0.0', port: 0 },
     machines: guests.map((g, i) => ({ name: `g${i}`, ip: g.guestIp, platform: 'linux', interface: g.hostIf, resultserver_ip: g.hostIp }))
   }))
-  let url
-  ;({ server, url } = await serve(data))
+  const { url } = await serve(data)
 
   const t0 = performance.now()
   const ids = []
@@ -59,8 +56,5 @@ try {
     wall_total_s: +total.toFixed(1), tasks_per_minute: +((TASKS / total) * 60).toFixed(1)
   }))
 } finally {
-  await stop(server)
-  for (const g of guests) await g.close()
-  rmSync(data, { recursive: true, force: true })
-  cleanup()
+  await cleanup()
 }

@@ -1,64 +1,77 @@
 // What the benches that run analyses on netns guests share: the guest fixture of the tests
 // (test/guests/netns-guest.ts, bundled here since benches run as plain Node), and the built
-// `aviary serve` in its own process, as users run it.
+// `aviary serve` in its own process, as users run it. Both are registered with bench/cleanup.mjs:
+// guests (namespace, veth, agents), the service and the bundle go when the bench ends, is
+// interrupted or fails.
 import { build } from 'esbuild'
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { own, stopChild, tempDir, track } from './cleanup.mjs'
 
 export const root = fileURLToPath(new URL('..', import.meta.url))
 
-/** createNetnsGuest of the test fixture, and a cleanup for the bundle. */
+/**
+ * createNetnsGuest of the test fixture; each guest it makes is closed at cleanup (`await
+ * guest.release()` closes one earlier). The bundle's folder goes at cleanup too.
+ */
 export async function netnsFixture(name) {
   mkdirSync(path.join(root, 'out'), { recursive: true })
-  const work = mkdtempSync(path.join(root, 'out', `${name}-bench-`))
+  const work = tempDir(`${name}-bench-`, path.join(root, 'out'))
   await build({
     absWorkingDir: root, entryPoints: { guest: 'test/guests/netns-guest.ts' }, outdir: work, outExtension: { '.js': '.mjs' },
     bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning'
   })
-  const { createNetnsGuest } = await import(path.join(work, 'guest.mjs'))
+  const fixture = await import(path.join(work, 'guest.mjs'))
   process.chdir(root)
-  return { createNetnsGuest, cleanup: () => rmSync(work, { recursive: true, force: true }) }
+  const createNetnsGuest = (opts) => own(fixture.createNetnsGuest(opts), (g) => g.close(), `close guest ${opts.prefix ?? 'avng'}${opts.index}`)
+  return { createNetnsGuest }
 }
 
-/** `aviary serve --data dataDir -p 0`; resolves with the process and its API URL once it listens. */
-export async function serve(dataDir) {
+/** `aviary serve --data dataDir -p 0`; resolves with the process and its API URL once it listens. Stopped at cleanup. */
+export async function serve(dataDir, { timeoutMs = 60_000 } = {}) {
   const server = spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', '0'], { stdio: ['ignore', 'ignore', 'pipe'] })
+  track(server, { graceMs: 20_000, label: 'stop aviary serve' })
   let err = ''
+  let timer
   const url = await new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`aviary serve did not listen within ${timeoutMs / 1000} s: ${err}`)), timeoutMs)
     server.stderr.on('data', (b) => {
       err = (err + b).slice(-4096)
       const m = /analysis API on (http:\/\/\S+)/.exec(err)
       if (m) resolve(m[1])
     })
     server.once('exit', (code) => reject(new Error(`aviary serve exited (${code}): ${err}`)))
-  })
+  }).finally(() => clearTimeout(timer))
   return { server, url }
 }
 
-/** SIGTERM, and wait for the exit. */
+/** SIGTERM, and wait for the exit (SIGKILL after 20 s). */
 export async function stop(server) {
-  if (!server) return
-  server.kill('SIGTERM')
-  await new Promise((r) => (server.exitCode !== null ? r() : server.once('exit', r)))
+  await stopChild(server, { graceMs: 20_000 })
 }
 
-/** Final statuses of a run (completed moves on to reported between two polls). */
-export const FINAL = ['completed', 'reported', 'failed_processing', 'failed_analysis']
+/** A task's run has ended: any status but pending and running (completed moves on between two polls). */
+export const runEnded = (status) => status !== 'pending' && status !== 'running'
+/** Processing is done as well: the run ended and the task is no longer `completed`. */
+export const settled = (status) => runEnded(status) && status !== 'completed'
 
 /**
- * Waits for task `id` to end and reads its timeline: `wall` is the run from machine_locked to
- * completed, `analysis` the analyzer's own part (analyzer_started to finished), both in seconds.
+ * Waits for task `id`'s run to end and reads its timeline: `wall` is the run from machine_locked to
+ * completed, `analysis` the analyzer's own part (analyzer_started to finished), both in
+ * milliseconds. Throws after `timeoutMs` rather than waiting for ever.
  */
-export async function waitForRun(url, id, pollMs = 250) {
+export async function waitForRun(url, id, pollMs = 250, timeoutMs = 600_000) {
+  const deadline = Date.now() + timeoutMs
   for (;;) {
     const { task } = await (await fetch(`${url}/tasks/view/${id}`)).json()
-    if (FINAL.includes(task.status)) {
+    if (runEnded(task.status)) {
       const { timeline } = await (await fetch(`${url}/tasks/timeline/${id}`)).json()
       const at = (stage) => timeline.find((e) => e.stage === stage)?.time
       return { id, status: task.status, wall: at('completed') - at('machine_locked'), analysis: at('finished') - at('analyzer_started') }
     }
+    if (Date.now() > deadline) throw new Error(`task ${id} still ${task.status} after ${timeoutMs / 1000} s`)
     await new Promise((r) => setTimeout(r, pollMs))
   }
 }

@@ -11,47 +11,32 @@
 //             start and stop, processing is not included: it runs after completed)
 //   guest     analysis − 1 s: what the Windows analyzer adds around the sample's own second
 // As root. Uses netns index 58 (10.204.58.0/24). Every guest, wineserver and the service are
-// stopped on exit, also on SIGINT/SIGTERM.
-// Usage: node bench/windows-overhead.bench.mjs [--tasks N] [--log] (--log: the last task's analysis.log on stderr)
+// stopped on exit, also on SIGINT/SIGTERM or an error (bench/cleanup.mjs).
+// Usage: node bench/windows-overhead.bench.mjs [--tasks N] [--quick (1 task)] [--log] (--log: the last task's analysis.log on stderr)
 import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { root, serve, stop, waitForRun } from './netns-serve.mjs'
+import { args, cleanup, numArg, own, tempDir } from './cleanup.mjs'
+import { root, serve, waitForRun } from './netns-serve.mjs'
 
-const args = process.argv.slice(2)
-const TASKS = args.includes('--tasks') ? Number(args[args.indexOf('--tasks') + 1]) : 10
+const TASKS = numArg('--tasks', 10, 1)
 const LOG = args.includes('--log')
 
-const work = mkdtempSync(path.join(root, 'out', 'windows-bench-'))
-await build({
-  absWorkingDir: root, entryPoints: { wine: 'test/guests/wine-guest.ts' }, outdir: work, outExtension: { '.js': '.mjs' },
-  bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning',
-  define: { __dirname: JSON.stringify(path.join(root, 'test/guests')) }
-})
-const { createWineGuest, wineVersion } = await import(path.join(work, 'wine.mjs'))
-process.chdir(root)
-
-const data = mkdtempSync(path.join(tmpdir(), 'aviary-bench-windows-'))
-let guest
-let server
-let cleaned = false
-const cleanup = async () => {
-  if (cleaned) return
-  cleaned = true
-  await stop(server).catch(() => undefined)
-  await guest?.close().catch(() => undefined)
-  rmSync(data, { recursive: true, force: true })
-  rmSync(work, { recursive: true, force: true })
-}
-for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => { void cleanup().then(() => process.exit(130)) })
-
 try {
+  const work = tempDir('windows-bench-', path.join(root, 'out'))
+  await build({
+    absWorkingDir: root, entryPoints: { wine: 'test/guests/wine-guest.ts' }, outdir: work, outExtension: { '.js': '.mjs' },
+    bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning',
+    define: { __dirname: JSON.stringify(path.join(root, 'test/guests')) }
+  })
+  const { createWineGuest, wineVersion } = await import(path.join(work, 'wine.mjs'))
+  process.chdir(root)
+  const data = tempDir('aviary-bench-windows-')
   const exe = path.join(work, 'sleeper.exe')
   execFileSync('x86_64-w64-mingw32-gcc', ['-O2', '-s', '-o', exe, path.join(root, 'test/fixtures/windows-samples/sleeper.c')])
   const t0Guest = performance.now()
-  guest = await createWineGuest({ index: 58, prefix: 'avwb' })
+  const guest = await own(createWineGuest({ index: 58, prefix: 'avwb' }), (g) => g.close(), 'close the Wine guest')
   const guestReady = (performance.now() - t0Guest) / 1000
   writeFileSync(path.join(data, 'machines.json'), JSON.stringify({
     driver: 'physical',
@@ -60,8 +45,7 @@ try {
     interface: guest.hostIf,
     machines: [{ name: 'wine', ip: guest.guestIp, platform: 'windows' }]
   }))
-  let url
-  ;({ server, url } = await serve(data))
+  const { url } = await serve(data)
   const bytes = readFileSync(exe)
   const rows = []
   const t0 = performance.now()
