@@ -4,21 +4,19 @@
 //   store     POST /store of a 256 MiB file (multipart, the way the host sends samples), MiB/s
 //   retrieve  POST /retrieve of the same file, MiB/s
 //   rss       the agent's peak RSS during both (the body must stream, not sit in memory)
-// Usage: node bench/agent.bench.mjs [--size-mib N]
+// Usage: node bench/agent.bench.mjs [--size-mib N] [--quick (8 MiB)]
 import { build } from 'esbuild'
 import { execFileSync, spawn } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { cleanup, numArg, tempDir, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const sizeMiB = args.includes('--size-mib') ? Number(args[args.indexOf('--size-mib') + 1]) : 256
-const dir = mkdtempSync(path.join(tmpdir(), 'aviary-agent-bench-'))
-let agent
+const sizeMiB = numArg('--size-mib', 256, 8)
 try {
+  const dir = tempDir('aviary-agent-bench-')
   const bundle = path.join(dir, 'agent.cjs')
   await build({ absWorkingDir: root, entryPoints: ['src/agent/agent-main.ts'], outfile: bundle, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'error', define: { 'import.meta.url': 'undefined' } })
   const sample = path.join(dir, 'sample.bin')
@@ -26,8 +24,9 @@ try {
   const chunk = randomBytes(1024 * 1024)
   for (let i = 0; i < sizeMiB; i++) writeSync(fd, chunk)
   closeSync(fd)
-  agent = spawn(process.execPath, [bundle, '-H', '127.0.0.1', '-p', '0'], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const port = await new Promise((ok) => {
+  const agent = track(spawn(process.execPath, [bundle, '-H', '127.0.0.1', '-p', '0'], { stdio: ['ignore', 'pipe', 'inherit'] }), { label: 'stop the agent' })
+  const port = await new Promise((ok, fail) => {
+    agent.once('exit', (code) => fail(new Error(`the agent exited (${code}) before it listened`)))
     let out = ''
     agent.stdout.on('data', (d) => {
       out += d
@@ -54,6 +53,5 @@ try {
   console.log(`agent retrieve ${sizeMiB} MiB: ${(sizeMiB / tGet).toFixed(0)} MiB/s (${tGet.toFixed(2)} s)`)
   console.log(`agent peak RSS: ${(peak / 1024).toFixed(0)} MiB`)
 } finally {
-  agent?.kill()
-  rmSync(dir, { recursive: true, force: true })
+  await cleanup()
 }

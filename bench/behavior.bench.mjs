@@ -6,18 +6,31 @@
 // analyzeBehaviorDetailed (src/core/processing/behavior/index.ts, bundled with esbuild) in a
 // fresh Node process under /usr/bin/time. Prints one JSON line: MB/s, calls/s, calls kept
 // (default cap DEFAULT_MAX_CALLS = 100,000 per process, processing/behavior/calls-store.ts), peak RSS.
+// --quick: a 4 MiB log.
 import { build } from 'esbuild'
-import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { spawn } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { cleanup, positional, quick, tempDir, track } from './cleanup.mjs'
 
-const MIB = Number(process.argv[2] ?? 120)
+const MIB = Number(positional()[0] ?? (quick ? 4 : 120))
 /** Calls kept per process (analyzeBehaviorDetailed's maxCalls); default: the module's default. */
-const MAX_CALLS = process.argv[3] === undefined ? undefined : Number(process.argv[3])
+const MAX_CALLS = positional()[1] === undefined ? undefined : Number(positional()[1])
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const work = mkdtempSync(path.join(tmpdir(), 'aviary-behavior-bench-'))
+const work = tempDir('aviary-behavior-bench-')
+
+/** spawnSync's answer, without blocking: a signal can stop the bench (and the child) meanwhile. */
+function run(cmd, argv) {
+  return new Promise((resolve) => {
+    const c = track(spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true }), { group: true })
+    let stdout = ''
+    let stderr = ''
+    c.stdout.setEncoding('utf8').on('data', (d) => { stdout += d })
+    c.stderr.setEncoding('utf8').on('data', (d) => { stderr += d })
+    c.on('close', (status) => resolve({ status, stdout, stderr }))
+  })
+}
 
 async function bundle(name, source) {
   const entry = path.join(work, `${name}.ts`)
@@ -56,10 +69,10 @@ closeSync(fd)
 console.log(JSON.stringify({ size, calls }))
 `)
   const bson = path.join(dir, 'logs', '4242.bson')
-  const g = spawnSync(process.execPath, [gen, bson, String(MIB)], { encoding: 'utf8' })
+  const g = await run(process.execPath, [gen, bson, String(MIB)])
   if (g.status !== 0) throw new Error(g.stderr)
   const { size, calls } = JSON.parse(g.stdout)
-  const run = await bundle('run', `
+  const runner = await bundle('run', `
 import { analyzeBehaviorDetailed } from ${JSON.stringify(path.join(root, 'src/core/processing/behavior/index.ts'))}
 async function main(): Promise<void> {
   const t0 = performance.now()
@@ -72,7 +85,7 @@ async function main(): Promise<void> {
 }
 void main()
 `)
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, run, dir, ...(MAX_CALLS === undefined ? [] : [String(MAX_CALLS)])], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  const r = await run('/usr/bin/time', ['-f', '%M', process.execPath, runner, dir, ...(MAX_CALLS === undefined ? [] : [String(MAX_CALLS)])])
   if (r.status !== 0) throw new Error(r.stderr)
   const inner = JSON.parse(r.stdout.trim())
   const lines = r.stderr.trim().split('\n')
@@ -82,4 +95,8 @@ void main()
   }))
 }
 
-main().finally(() => rmSync(work, { recursive: true, force: true }))
+try {
+  await main()
+} finally {
+  await cleanup()
+}

@@ -11,38 +11,20 @@
 //     first and later pages of the process, a category filter and a text search (first and
 //     cached): time per request, and the service's RSS (VmRSS, VmHWM) before and after, then
 //     after each of ten more (new, so uncached) filtered searches.
-// Prints one JSON line. Ctrl-C (or SIGTERM) stops the children and removes the work folder.
+// Prints one JSON line. Ctrl-C (or SIGTERM, or an error) stops the children and removes the work
+// folder (bench/cleanup.mjs). --quick: 20,000 calls.
 import { build } from 'esbuild'
 import { spawn } from 'node:child_process'
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
+import { cleanup, positional, quick, tempDir, track } from './cleanup.mjs'
 
-const CALLS = Number(process.argv[2] ?? 1_000_000)
+const CALLS = Number(positional()[0] ?? (quick ? 20_000 : 1_000_000))
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const work = mkdtempSync(path.join(tmpdir(), 'aviary-calls-bench-'))
-const children = new Set()
-
-function cleanup() {
-  for (const c of children) {
-    try {
-      // Each child leads its own process group: /usr/bin/time's node goes with it.
-      process.kill(-c.pid, 'SIGKILL')
-    } catch {
-      // gone
-    }
-  }
-  rmSync(work, { recursive: true, force: true })
-}
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    cleanup()
-    process.exit(130)
-  })
-}
+const work = tempDir('aviary-calls-bench-')
 
 /** Line i of a busy process: mostly file calls, some network, exec mappings, forks. */
 function line(pid, i) {
@@ -89,14 +71,13 @@ async function bundle(name, source) {
 
 function timed(cmd, args) {
   return new Promise((resolve, reject) => {
-    const c = spawn('/usr/bin/time', ['-f', '%M', cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-    children.add(c)
+    // Its own process group: /usr/bin/time's node goes with it.
+    const c = track(spawn('/usr/bin/time', ['-f', '%M', cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true }), { group: true })
     let out = ''
     let err = ''
     c.stdout.on('data', (d) => (out += d))
     c.stderr.on('data', (d) => (err += d))
     c.on('close', (code) => {
-      children.delete(c)
       if (code !== 0) return reject(new Error(err))
       const lines = err.trim().split('\n')
       resolve({ ...JSON.parse(out.trim()), peakRssMiB: Math.round(Number(lines[lines.length - 1]) / 1024) })
@@ -158,8 +139,7 @@ void main()
   const all = await timed(process.execPath, ['--max-semi-space-size=2', runner, analysis, String(CALLS)])
 
   const port = await freePort()
-  const svc = spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin/aviary.js'), 'serve', '--data', data, '-p', String(port)], { stdio: ['ignore', 'ignore', 'ignore'], detached: true })
-  children.add(svc)
+  const svc = track(spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin/aviary.js'), 'serve', '--data', data, '-p', String(port)], { stdio: ['ignore', 'ignore', 'ignore'], detached: true }), { group: true, label: 'stop aviary serve' })
   const base = `http://127.0.0.1:${port}`
   for (let i = 0; ; i++) {
     if (await fetch(`${base}/cuckoo/status`).then((r) => r.ok, () => false)) break
@@ -197,8 +177,8 @@ void main()
   }))
 }
 
-main().then(cleanup, (err) => {
-  cleanup()
-  console.error(err)
-  process.exitCode = 1
-})
+try {
+  await main()
+} finally {
+  await cleanup()
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Capture and screenshot figures (not a test: they depend on the machine). As root:
-//   node bench/capture.bench.mjs [rounds]        (default 10 rounds)
+//   node bench/capture.bench.mjs [rounds]        (default 10 rounds; --quick: 1 round, a burst of 2,000)
 // Measures, with the real modules bundled by esbuild into a temp folder:
 //   guest     createNetnsGuest() and close() of the test fixture (netns + veth + fake internet)
 //   capture   startCapture() until tcpdump says "listening on", and stop() until the pcap is complete
@@ -12,15 +12,15 @@
 // Prints one JSON line with medians in milliseconds. Uses index 19 (10.204.19.0/24, avng19).
 import { build } from 'esbuild'
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { cleanup, own, positional, quick, tempDir, track } from './cleanup.mjs'
 
-const ROUNDS = Number(process.argv[2] ?? 10)
+const ROUNDS = Number(positional()[0] ?? (quick ? 1 : 10))
+const SENT = quick ? 2_000 : 20_000
 const root = fileURLToPath(new URL('..', import.meta.url))
 // Under out/ so the bundles' bare imports (sharp, dns-packet) resolve from the project's node_modules.
-mkdirSync(path.join(root, 'out'), { recursive: true })
-const work = mkdtempSync(path.join(root, 'out', 'capture-bench-'))
+const work = tempDir('capture-bench-', path.join(root, 'out'))
 
 await build({
   absWorkingDir: root,
@@ -39,9 +39,12 @@ await build({
 })
 const load = (name) => import(path.join(work, `${name}.mjs`))
 process.chdir(root)
-const { startCapture } = await load('tcpdump')
+const tcpdump = await load('tcpdump')
+// A capture (tcpdump) still running at cleanup is stopped; release() stops it now.
+const startCapture = (o) => own(tcpdump.startCapture(o), (c) => c.stop(), 'stop tcpdump')
 const { decodeFrame, writeShot } = await load('screenshots')
-const { createNetnsGuest } = await load('guest')
+const fixture = await load('guest')
+const createNetnsGuest = (opts) => own(fixture.createNetnsGuest(opts), (g) => g.close(), `close guest avng${opts.index}`)
 const sharp = (await import('sharp')).default
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return Number(s[Math.floor(s.length / 2)].toFixed(2)) }
@@ -54,14 +57,15 @@ try {
   const close = []
   for (let i = 0; i < ROUNDS; i++) {
     let g
-    create.push(await time(async () => { g = await createNetnsGuest({ index: 19 }) }))
-    close.push(await time(() => g.close()))
+    create.push(await time(async () => { g = createNetnsGuest({ index: 19 }); await g }))
+    close.push(await time(() => g.release()))
   }
   result.guestCreateMs = median(create)
   result.guestCloseMs = median(close)
 
   // capture
-  const g = await createNetnsGuest({ index: 19 })
+  const making = createNetnsGuest({ index: 19 })
+  const g = await making
   try {
     const opts = (file) => ({ tcpdump: 'tcpdump', iface: g.hostIf, guestIp: g.guestIp, agentPort: 8000,
       resultserver: { ip: g.hostIp, port: 2042 }, file: path.join(work, file) })
@@ -69,26 +73,26 @@ try {
     const stop = []
     for (let i = 0; i < ROUNDS; i++) {
       let c
-      start.push(await time(async () => { c = await startCapture(opts(`r${i}.pcap`)) }))
-      stop.push(await time(() => c.stop()))
+      start.push(await time(async () => { c = startCapture(opts(`r${i}.pcap`)); await c }))
+      stop.push(await time(() => c.release()))
     }
     result.captureStartMs = median(start)
     result.captureStopMs = median(stop)
 
     // burst
-    const SENT = 20_000
-    const hogs = Array.from({ length: 4 }, () => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }))
-    const c = await startCapture(opts('burst.pcap'))
+    const hogs = Array.from({ length: 4 }, () => track(spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }), { graceMs: 0, label: 'stop a CPU hog' }))
+    const capturing = startCapture(opts('burst.pcap'))
+    const c = await capturing
     const sender = `const s = require('dgram').createSocket('udp4'); let n = 0; const b = Buffer.alloc(64)
       const next = () => { if (n++ >= ${SENT}) return s.close(); s.send(b, 9, '${g.internetIp}', next) }; next()`
     execFileSync('ip', ['netns', 'exec', g.ns, process.execPath, '-e', sender])
-    const stopMs = await time(() => c.stop())
+    const stopMs = await time(() => capturing.release())
     for (const h of hogs) h.kill('SIGKILL')
     const lines = execFileSync('tcpdump', ['-r', path.join(work, 'burst.pcap'), '-n', `udp and dst port 9`], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 })
       .toString().split('\n').filter(Boolean).length
     result.burst = { sent: SENT, inPcap: lines, droppedByKernel: c.stats()?.droppedByKernel, stopMs: Math.round(stopMs) }
   } finally {
-    await g.close()
+    await making.release()
   }
 
   // frames
@@ -99,7 +103,7 @@ try {
     for (let i = 0; i < ROUNDS; i++) times.push(await time(async () => writeShot(work, i + 1, await decodeFrame(bytes))))
     result[`frame_${name}_Ms`] = median(times)
   }
+  console.log(JSON.stringify(result))
 } finally {
-  rmSync(work, { recursive: true, force: true })
+  await cleanup()
 }
-console.log(JSON.stringify(result))

@@ -5,20 +5,21 @@
 // `processing`: wall time and the CPU time of the dispatcher (this process: store and worker; the
 // nodes and the PostgreSQL server are other processes). Target: < 5 s of CPU. Prints JSON.
 // The dispatcher's code is bundled from src/ with esbuild (as scripts/build-cli.mjs does).
-// Usage: node bench/dist.bench.mjs [--no-build] [--tasks N] [--only sqlite|postgresql] [--profile DIR]
+// Usage: node bench/dist.bench.mjs [--no-build] [--tasks N] [--only sqlite|postgresql] [--profile DIR] [--quick (200 tasks)]
 // --profile writes DIR/dist-<db>.cpuprofile: the dispatcher's CPU profile over the measured phase
 // only (not the setup), for Chrome DevTools or speedscope.
+// Interrupted or failing, it stops the nodes and the PostgreSQL cluster and removes its folders.
 import { execFileSync, spawn } from 'node:child_process'
 import { Session } from 'node:inspector/promises'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import os, { tmpdir } from 'node:os'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
+import { args, cleanup, numArg, onCleanup, own, stopChild, tempDir, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const TASKS = args.includes('--tasks') ? Number(args[args.indexOf('--tasks') + 1]) : 10_000
+const TASKS = numArg('--tasks', 10_000, 200)
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null
 const profileDir = args.includes('--profile') ? path.resolve(args[args.indexOf('--profile') + 1]) : null
 const NODES = 4
@@ -29,8 +30,8 @@ const THRESHOLD = Math.ceil(TASKS / NODES)
 if (!args.includes('--no-build')) execFileSync(process.execPath, [path.join(root, 'scripts/build-cli.mjs')], { stdio: 'inherit' })
 
 async function bundle() {
-  const outdir = path.join(root, 'out/bench')
-  mkdirSync(outdir, { recursive: true })
+  // Under out/ so that the bundle's external packages resolve from the project.
+  const outdir = tempDir('dist-bench-', path.join(root, 'out'))
   const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))
   const entry = path.join(outdir, 'dist-entry.ts')
   writeFileSync(entry, [
@@ -58,34 +59,32 @@ const freePort = () => Number(execFileSync(process.execPath, ['-e',
   'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})']).toString())
 
 async function startNode() {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'aviary-bench-node-'))
+  const dataDir = tempDir('aviary-bench-node-')
   const port = freePort()
-  const child = spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
-    { stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = track(spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
+    { stdio: ['ignore', 'ignore', 'inherit'] }), { graceMs: 20_000, label: `stop node on port ${port}` })
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; ; i++) {
     try {
       if ((await fetch(`${url}/cuckoo/status`)).ok) break
     } catch { /* not yet */ }
+    if (i >= 300 || child.exitCode !== null) throw new Error(`the node on port ${port} did not start`)
     await new Promise((r) => setTimeout(r, 100))
   }
   return {
     url,
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once('exit', r))
-        child.kill('SIGTERM')
-        await exited
-      }
+      await stopChild(child, { graceMs: 20_000 })
       rmSync(dataDir, { recursive: true, force: true })
     }
   }
 }
 
 async function run(kind, dist, dbUrl) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'aviary-bench-dist-'))
+  const dir = tempDir('aviary-bench-dist-')
   const nodes = []
   let store
+  const closeStore = onCleanup(() => store?.close(), 'close the store')
   try {
     for (let i = 0; i < NODES; i++) nodes.push(await startNode())
     store = await dist.openStore(dbUrl ?? path.join(dir, 'dist.db'), dir)
@@ -113,10 +112,14 @@ async function run(kind, dist, dbUrl) {
       reportsDir: path.join(dir, 'reports'), samplesDir, threshold: THRESHOLD, assignIntervalMs: 200, nodeIntervalMs: 200, concurrency: 8,
       log: { info: () => undefined, warn: (m) => console.error(m) }
     })
+    const stopWorker = onCleanup(() => worker.stop(), 'stop the dispatcher worker')
     // The poll runs in this process, so its CPU counts as the dispatcher's: every 250 ms (a count
     // over all tasks costs ~1-2 ms on SQLite) keeps it small, for a wall time within 0.25 s.
+    const deadline = Date.now() + 600_000
     for (;;) {
-      if ((await store.countByStatus()).processing >= TASKS) break
+      const { processing } = await store.countByStatus()
+      if (processing >= TASKS) break
+      if (Date.now() > deadline) throw new Error(`only ${processing} of ${TASKS} tasks processing after 600 s`)
       await new Promise((r) => setTimeout(r, 250))
     }
     const wall = (performance.now() - t0) / 1000
@@ -127,7 +130,7 @@ async function run(kind, dist, dbUrl) {
       writeFileSync(path.join(profileDir, `dist-${kind}.cpuprofile`), JSON.stringify(profile))
       profiler.disconnect()
     }
-    await worker.stop()
+    await stopWorker()
     const counts = await store.countByStatus()
     const perNode = []
     for (const n of nodes) perNode.push((await (await fetch(`${n.url}/cuckoo/status`)).json()).tasks.total)
@@ -143,21 +146,26 @@ async function run(kind, dist, dbUrl) {
       load_before: loadBefore
     }
   } finally {
-    await store?.close()
+    await closeStore()
     for (const n of nodes) await n.stop()
     rmSync(dir, { recursive: true, force: true })
   }
 }
 
-const dist = await bundle()
-const results = { target_cpu_s: 5 }
-if (!only || only === 'sqlite') results.sqlite = await run('sqlite', dist)
-if (!only || only === 'postgresql') {
-  const pg = await dist.startPostgres()
-  try {
-    results.postgresql = await run('postgresql', dist, await pg.newDatabase('bench'))
-  } finally {
-    await pg.stop()
+try {
+  const dist = await bundle()
+  const results = { target_cpu_s: 5 }
+  if (!only || only === 'sqlite') results.sqlite = await run('sqlite', dist)
+  if (!only || only === 'postgresql') {
+    const starting = own(dist.startPostgres(), (pg) => pg.stop(), 'stop the PostgreSQL cluster')
+    const pg = await starting
+    try {
+      results.postgresql = await run('postgresql', dist, await pg.newDatabase('bench'))
+    } finally {
+      await starting.release()
+    }
   }
+  console.log(JSON.stringify(results, null, 2))
+} finally {
+  await cleanup()
 }
-console.log(JSON.stringify(results, null, 2))

@@ -5,40 +5,45 @@
 // start() (virsh snapshot-revert + state polls) and stop() (binding destroy). Our own domain
 // `avh4-bench` with a running snapshot; removed afterwards. The driver is bundled with esbuild
 // from src/ on the fly (the CLI bundle does not export it).
-// Usage: node bench/machinery.bench.mjs [--n 50]
+// Usage: node bench/machinery.bench.mjs [--n 50] [--quick (3 runs each)]
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
+import { cleanup, numArg, onCleanup, tempDir } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const N = args.includes('--n') ? Number(args[args.indexOf('--n') + 1]) : 50
+const N = numArg('--n', 50, 3)
 const URI = 'test+unix:///default'
 const DOMAIN = 'avh4-bench'
 const virsh = (...a) => execFileSync('virsh', ['-q', '-c', URI, ...a], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
 
-const work = mkdtempSync(path.join(tmpdir(), 'aviary-machinery-bench-'))
 try {
+  const work = tempDir('aviary-machinery-bench-')
   try { virsh('version') } catch { execFileSync('sh', ['-c', 'pgrep -x virtlogd || virtlogd -d; pgrep -x libvirtd || libvirtd -d; sleep 2']) }
   const out = path.join(root, 'out', `machinery-bench-${process.pid}.mjs`)
+  onCleanup(() => rmSync(out, { force: true }), `remove ${out}`)
   await build({ entryPoints: [path.join(root, 'src/core/machinery/kvm.ts')], bundle: true, platform: 'node', format: 'esm', outfile: out, external: ['@unraid/libvirt'], logLevel: 'error' })
   const { KvmDriver } = await import(pathToFileURL(out).href)
-  rmSync(out)
   const { Hypervisor } = await import('@unraid/libvirt')
   // The test driver forgets everything when its last connection closes: hold one.
   const holder = new Hypervisor({ uri: URI })
   await holder.connectOpen()
+  onCleanup(() => holder.connectClose(), 'close the test hypervisor connection')
   const xml = path.join(work, 'd.xml')
   writeFileSync(xml, `<domain type='test'><name>${DOMAIN}</name><memory unit='MiB'>64</memory><vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os></domain>`)
   try { virsh('destroy', DOMAIN) } catch { /* not running */ }
   try { virsh('undefine', DOMAIN, '--snapshots-metadata') } catch { /* not defined */ }
+  onCleanup(() => {
+    try { virsh('destroy', DOMAIN) } catch { /* off */ }
+    try { virsh('undefine', DOMAIN, '--snapshots-metadata') } catch { /* gone */ }
+  }, `remove domain ${DOMAIN}`)
   virsh('define', xml)
   virsh('start', DOMAIN)
   virsh('snapshot-create-as', DOMAIN, 'clean')
   const driver = new KvmDriver({ uri: URI, vmStateSeconds: 10 })
+  const closeDriver = onCleanup(() => driver.close(), 'close the kvm driver')
   const m = { name: DOMAIN, label: DOMAIN, ip: '192.168.122.250', snapshot: 'clean', platform: 'windows', interface: null, options: [] }
   await driver.state(m) // connect once
   const figures = {}
@@ -58,10 +63,7 @@ try {
   await time('virsh domstate (one process, for comparison)', async () => virsh('domstate', DOMAIN))
   console.log(`kvm driver on ${URI}, ${N} runs each:`)
   console.table(figures)
-  await driver.close()
-  try { virsh('destroy', DOMAIN) } catch { /* off */ }
-  virsh('undefine', DOMAIN, '--snapshots-metadata')
-  await holder.connectClose()
+  await closeDriver()
 } finally {
-  rmSync(work, { recursive: true, force: true })
+  await cleanup()
 }

@@ -10,17 +10,18 @@
 // Both are timed as whole processes (wall clock, startup included) with /usr/bin/time giving their
 // peak RSS; the best round of each is kept. Prints one JSON line: sizes, seconds, the ratio
 // (analyzePcap / tshark, target ≤ 1.0), peak RSS of each, and what analyzePcap found (a sanity check
-// that it decoded the traffic). Cleans up its temp folder.
+// that it decoded the traffic). Cleans up its temp folder and children, also when interrupted.
+// --quick: a 4 MiB pcap, 1 round.
 import { build } from 'esbuild'
 import { spawn } from 'node:child_process'
-import { createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { createWriteStream, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import dnsPacket from 'dns-packet'
+import { cleanup, positional, quick, tempDir, track } from './cleanup.mjs'
 
-const MIB = Number(process.argv[2] ?? 100)
-const ROUNDS = Number(process.argv[3] ?? 3)
+const MIB = Number(positional()[0] ?? (quick ? 4 : 100))
+const ROUNDS = Number(positional()[1] ?? (quick ? 1 : 3))
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const TSHARK_FIELDS = ['frame.number', 'ip.src', 'ip.dst', 'tcp.srcport', 'tcp.dstport', 'dns.qry.name', 'http.request.uri',
   'tls.handshake.extensions_server_name']
@@ -143,7 +144,7 @@ async function synthesize(file, bytes) {
 function timed(cmd, args, keepStdout) {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint()
-    const p = spawn('/usr/bin/time', ['-f', '%M', cmd, ...args], { stdio: ['ignore', keepStdout ? 'pipe' : 'ignore', 'pipe'] })
+    const p = track(spawn('/usr/bin/time', ['-f', '%M', cmd, ...args], { stdio: ['ignore', keepStdout ? 'pipe' : 'ignore', 'pipe'], detached: true }), { group: true })
     let out = ''
     let err = ''
     p.stdout?.on('data', (b) => { out += b })
@@ -170,7 +171,7 @@ console.log(JSON.stringify({ maxEventLoopDelayMs: Math.round(h.max / 1e6), tcp: 
 `
 
 async function main() {
-  const work = mkdtempSync(path.join(tmpdir(), 'aviary-network-bench-'))
+  const work = tempDir('aviary-network-bench-')
   try {
     const pcap = path.join(work, 'big.pcap')
     const gen = await synthesize(pcap, MIB * 1024 * 1024)
@@ -199,7 +200,7 @@ async function main() {
       found
     }))
   } finally {
-    rmSync(work, { recursive: true, force: true })
+    await cleanup()
   }
 }
 

@@ -9,31 +9,33 @@
 //             what ?elements= and /tasks/summary read before copying a key's bytes
 // Prints one JSON line: output bytes, seconds, MB/s and peak RSS growth over the built report for
 // json and baseline (the ratio json/baseline of time), and the html page's size and time.
-// TypeScript is bundled with esbuild, as bench/resultserver.bench.mjs does. Cleans up its temp dir.
+// TypeScript is bundled with esbuild, as bench/resultserver.bench.mjs does. Cleans up its temp
+// dirs, also when interrupted. --quick: 20,000 calls, and 5,000 processes and DNS entries for html.
 import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { cleanup, positional, quick, tempDir } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const CALLS = Number(process.argv[2] ?? 1_000_000)
-const dir = mkdtempSync(path.join(tmpdir(), 'aviary-reports-bench-'))
+const CALLS = Number(positional()[0] ?? (quick ? 20_000 : 1_000_000))
+/** Processes and DNS entries of the html case. */
+const WIDE = quick ? 5_000 : 100_000
+const dir = tempDir('aviary-reports-bench-')
 // The bundle lives under node_modules so that its `import 'sharp'` resolves (ESM ignores NODE_PATH).
-mkdirSync(path.join(root, 'node_modules', '.cache'), { recursive: true })
-const code = mkdtempSync(path.join(root, 'node_modules', '.cache', 'aviary-reports-bench-'))
+const code = tempDir('aviary-reports-bench-', path.join(root, 'node_modules', '.cache'))
 
 const CHILD = `
 import { writeFileSync, statSync, rmSync } from 'node:fs'
 import { writeJsonReport, renderHtmlReport, indexJsonFile } from './lib.mjs'
-const [mode, out, n] = [process.argv[2], process.argv[3], Number(process.argv[4])]
+const [mode, out, n, wide] = [process.argv[2], process.argv[3], Number(process.argv[4]), Number(process.argv[5])]
 let report
 if (mode === 'html') {
-  const wide = Array.from({ length: 100000 }, (_, i) => ({ pid: i + 2, ppid: 1, process_name: 'p' + i, command_line: '/bin/p ' + i, children: [] }))
+  const processes = Array.from({ length: wide }, (_, i) => ({ pid: i + 2, ppid: 1, process_name: 'p' + i, command_line: '/bin/p ' + i, children: [] }))
   report = { info: { id: 1, score: 5 }, target: { category: 'file', file: { name: 'x' } },
-    behavior: { processes: [], processtree: wide, summary: {} },
-    network: { dns: Array.from({ length: 100000 }, (_, i) => ({ request: 'd' + i + '.example', type: 'A', answers: [{ type: 'A', data: '1.2.3.4' }] })) } }
+    behavior: { processes: [], processtree: processes, summary: {} },
+    network: { dns: Array.from({ length: wide }, (_, i) => ({ request: 'd' + i + '.example', type: 'A', answers: [{ type: 'A', data: '1.2.3.4' }] })) } }
 } else {
   const calls = []
   for (let i = 0; i < n; i++) calls.push({ api: 'NtWriteFile', category: 'file', status: true, return_value: 0,
@@ -73,7 +75,7 @@ try {
   writeFileSync(path.join(code, 'entry.ts'), `export { writeJsonReport } from '${root}src/core/reporting/json-writer'\nexport { renderHtmlReport } from '${root}src/core/reporting/html/render'\nexport { indexJsonFile } from '${root}src/core/reporting/json-index'\n`)
   await build({ entryPoints: [path.join(code, 'entry.ts')], bundle: true, platform: 'node', format: 'esm', outfile: path.join(code, 'lib.mjs'), external: ['sharp'], logLevel: 'silent' })
   writeFileSync(path.join(code, 'child.mjs'), CHILD)
-  const run = (mode) => JSON.parse(execFileSync(process.execPath, ['--expose-gc', path.join(code, 'child.mjs'), mode, path.join(dir, `out-${mode}`), String(CALLS)],
+  const run = (mode) => JSON.parse(execFileSync(process.execPath, ['--expose-gc', path.join(code, 'child.mjs'), mode, path.join(dir, `out-${mode}`), String(CALLS), String(WIDE)],
     { encoding: 'utf8', cwd: root, maxBuffer: 1 << 20 }))
   const json = run('json')
   const baseline = run('baseline')
@@ -89,9 +91,8 @@ try {
       : { bytes: baseline.bytes, s: r2(baseline.seconds), mb_per_s: mbps(baseline), rss_growth_mib: Math.round(baseline.rss_growth_mib) },
     time_ratio_json_over_baseline: baseline.error ? null : r2(json.seconds / baseline.seconds),
     index: { bytes: index.bytes, s: r2(index.seconds), mb_per_s: mbps(index), rss_growth_mib: Math.round(index.rss_growth_mib) },
-    html_100k: { bytes: html.bytes, s: r2(html.seconds), rss_growth_mib: Math.round(html.rss_growth_mib) }
+    [WIDE === 100_000 ? 'html_100k' : `html_${WIDE}`]: { bytes: html.bytes, s: r2(html.seconds), rss_growth_mib: Math.round(html.rss_growth_mib) }
   }))
 } finally {
-  rmSync(dir, { recursive: true, force: true })
-  rmSync(code, { recursive: true, force: true })
+  await cleanup()
 }

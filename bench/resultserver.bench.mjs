@@ -7,16 +7,17 @@
 // server piping into `cat > file`. Each transfer is timed by the sender from connect until the
 // server closes the connection, which both do only once the file is written. Rounds alternate, each
 // after a `sync`; the best of each is reported (and the ratio of medians). Prints one JSON line: MB/s (10^6
-// bytes/s) of both, the ratio (target ≥ 0.8), the result server's peak RSS and CPU s per GiB. Cleans up the namespace and files.
+// bytes/s) of both, the ratio (target ≥ 0.8), the result server's peak RSS and CPU s per GiB.
+// Cleans up the namespace, the servers and files, also when interrupted. --quick: 32 MiB, 1 round.
 import { build } from 'esbuild'
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync, writeFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { cleanup, onCleanup, positional, quick, tempDir, track } from './cleanup.mjs'
 
-const MIB = Number(process.argv[2] ?? 1024)
-const ROUNDS = Number(process.argv[3] ?? 5)
+const MIB = Number(positional()[0] ?? (quick ? 32 : 1024))
+const ROUNDS = Number(positional()[1] ?? (quick ? 1 : 5))
 const BYTES = MIB * 1024 * 1024
 const NS = 'avrs'
 const HOST_IF = 'avrs-h'
@@ -110,7 +111,7 @@ process.on('message', (m) => {
 `
 
 function child(script, args) {
-  const c = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const c = track(spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }), { graceMs: 5000 })
   const next = (key) => new Promise((resolve, reject) => {
     const onMsg = (m) => { if (key in m) { c.off('message', onMsg); c.off('exit', onExit); resolve(m) } }
     const onExit = (code) => reject(new Error(`${path.basename(script)} exited (${code}) while waiting for ${key}`))
@@ -133,10 +134,9 @@ if (process.getuid?.() !== 0) {
   process.exit(1)
 }
 const root = fileURLToPath(new URL('..', import.meta.url))
-const work = mkdtempSync(path.join(tmpdir(), 'aviary-rsbench-'))
-let rsChild = null
-let catChild = null
+const work = tempDir('aviary-rsbench-')
 try {
+  onCleanup(netnsDown, `remove netns ${NS}`)
   const bundle = path.join(work, 'result-server.mjs')
   await build({ entryPoints: [path.join(root, 'src/core/resultserver/result-server.ts')], bundle: true, format: 'esm', platform: 'node', outfile: bundle })
   writeFileSync(path.join(work, 'sender.mjs'), SENDER)
@@ -144,9 +144,9 @@ try {
   writeFileSync(path.join(work, 'cat-server.mjs'), CAT_SERVER)
   netnsUp()
 
-  rsChild = child(path.join(work, 'rs-server.mjs'), [bundle, HOST_IP, GUEST_IP])
+  const rsChild = child(path.join(work, 'rs-server.mjs'), [bundle, HOST_IP, GUEST_IP])
   const rsPort = (await rsChild.next('port')).port
-  catChild = child(path.join(work, 'cat-server.mjs'), [HOST_IP])
+  const catChild = child(path.join(work, 'cat-server.mjs'), [HOST_IP])
   const catPort = (await catChild.next('port')).port
 
   const rs = []
@@ -189,7 +189,5 @@ try {
     allRounds: { resultServer: rs.map(Math.round), cat: cat.map(Math.round) }
   }))
 } finally {
-  for (const ch of [rsChild, catChild]) if (ch && ch.c.exitCode === null) ch.c.kill('SIGTERM')
-  netnsDown()
-  rmSync(work, { recursive: true, force: true })
+  await cleanup()
 }

@@ -7,29 +7,27 @@
 //   throughput  HTTPS from the upstream to the guest (curl, 256 MiB of a 1 GiB-capable server),
 //               direct on the internet route against through the decrypting proxy (mitmdump, as
 //               a task with mitm=1 runs it); best of 3 each
-// As root. Usage: node bench/routes.bench.mjs [--rounds N] [--mib M]
+// As root. Usage: node bench/routes.bench.mjs [--rounds N] [--mib M] [--quick (3 rounds, 8 MiB)]
 import { build } from 'esbuild'
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
 import path from 'node:path'
+import { cleanup, numArg, own, stopChild, tempDir, track } from './cleanup.mjs'
 import { root } from './netns-serve.mjs'
 
-const args = process.argv.slice(2)
-const ROUNDS = args.includes('--rounds') ? Number(args[args.indexOf('--rounds') + 1]) : 30
-const MIB = args.includes('--mib') ? Number(args[args.indexOf('--mib') + 1]) : 256
-
-const work = mkdtempSync(path.join(root, 'out', 'routes-bench-'))
-await build({
-  absWorkingDir: root, outdir: work, outExtension: { '.js': '.mjs' }, bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning',
-  entryPoints: { lab: 'test/guests/routed-lab.ts', client: 'src/core/network/rooter-client.ts' }
-})
-const { createRoutedLab } = await import(path.join(work, 'lab.mjs'))
-const { rooter } = await import(path.join(work, 'client.mjs'))
-process.chdir(root)
+const ROUNDS = numArg('--rounds', 30, 3)
+const MIB = numArg('--mib', 256, 8)
 
 const pick = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(p * xs.length) - 1)]
-const lab = await createRoutedLab({ index: 6, guests: 1 })
 try {
+  const work = tempDir('routes-bench-', path.join(root, 'out'))
+  await build({
+    absWorkingDir: root, outdir: work, outExtension: { '.js': '.mjs' }, bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning',
+    entryPoints: { lab: 'test/guests/routed-lab.ts', client: 'src/core/network/rooter-client.ts' }
+  })
+  const { createRoutedLab } = await import(path.join(work, 'lab.mjs'))
+  const { rooter } = await import(path.join(work, 'client.mjs'))
+  process.chdir(root)
+  const lab = await own(createRoutedLab({ index: 6, guests: 1 }), (l) => l.close(), 'close the routed lab')
   await lab.startRooter()
   const sock = path.join(lab.dir, 'rooter.sock')
   const g = lab.guests[0]
@@ -56,14 +54,13 @@ try {
   await rooter.enable(sock, { guest: g.ip, route: 'internet', interface: 'up0', resultserver: rs, mitm: { ip: lab.bridgeIp, port: mitmProc.port, ports: [443] } })
   const proxied = best()
   await rooter.disable(sock, g.ip)
-  mitmProc.stop()
+  await mitmProc.stop()
   console.log(JSON.stringify({
     bench: 'routes', rounds: ROUNDS, overhead_per_task: overhead,
     https_mib_per_s: { direct: +direct.toFixed(1), through_proxy: +proxied.toFixed(1), ratio: +(proxied / direct).toFixed(2), mib: MIB }
   }, null, 1))
 } finally {
-  await lab.close()
-  rmSync(work, { recursive: true, force: true })
+  await cleanup()
 }
 
 /** mitmdump in the lab's host namespace, with the options src/core/network/mitm.ts gives it. */
@@ -71,11 +68,12 @@ async function startMitmInHost(lab) {
   const port = 18081
   const child = spawn('ip', ['netns', 'exec', lab.host, 'mitmdump', '--mode', 'transparent', '--listen-host', lab.bridgeIp, '--listen-port', String(port),
     '--set', `confdir=${path.join(lab.dir, 'mitm-conf')}`, '--set', 'ssl_insecure=true', '--set', 'stream_large_bodies=4m', '-q',
-    '-s', path.join(root, 'resources/mitm/aviary_flows.py')], { stdio: 'ignore', env: { ...process.env, AVIARY_FLOWS: path.join(lab.dir, 'flows.jsonl') } })
+    '-s', path.join(root, 'resources/mitm/aviary_flows.py')], { stdio: 'ignore', detached: true, env: { ...process.env, AVIARY_FLOWS: path.join(lab.dir, 'flows.jsonl') } })
+  track(child, { group: true, label: 'stop mitmdump' })
   for (let i = 0; i < 100; i++) {
     const up = await lab.inHost(['ss', '-Hltn', `sport = :${port}`]).then((o) => o.includes(String(port)), () => false)
     if (up) break
     await new Promise((r) => setTimeout(r, 100))
   }
-  return { port, stop: () => child.kill('SIGTERM') }
+  return { port, stop: () => stopChild(child, { group: true }) }
 }

@@ -2,16 +2,18 @@
 // Bundles src/core/hashing/ssdeep.ts with esbuild in memory, hashes data fed in 64 KiB chunks (as
 // the upload stream does) and prints the best of 5 rounds in MB/s (10^6 bytes/s), by wall clock
 // and by CPU time (the latter is steadier on a shared machine). For scale, the same for
-// md5+sha1+sha256+sha512 together (node:crypto, i.e. OpenSSL).
+// md5+sha1+sha256+sha512 together (node:crypto, i.e. OpenSSL). --quick: 8 MiB.
+// It makes nothing outside its memory; bench/cleanup.mjs gives it the same exit codes as the others.
 import { build } from 'esbuild'
 import { createHash, randomFillSync } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
+import { positional, quick } from './cleanup.mjs'
 
 const entry = fileURLToPath(new URL('../src/core/hashing/ssdeep.ts', import.meta.url))
 const out = await build({ entryPoints: [entry], bundle: true, format: 'esm', platform: 'node', write: false })
 const { SsdeepHasher } = await import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`)
 
-const size = Number(process.argv[2] ?? 256) * 1024 * 1024
+const size = Number(positional()[0] ?? (quick ? 8 : 256)) * 1024 * 1024
 const CHUNK = 64 * 1024
 const data = Buffer.alloc(size)
 

@@ -9,17 +9,21 @@
 // each in a fresh process (so the first run includes loading libmagic for resource types), then
 // `rounds` more times warm. Prints one JSON line: cold and best warm milliseconds, the target
 // (< 2000 ms for pe50), and each process's peak RSS after the first run and after all runs.
+// --quick: an 8 MiB PE instead of 50 MiB, 1 warm round. Where pip's t32.exe is missing (Debian's
+// python3 has no pip, and its python3-pip strips the launchers), the small PE grown is the
+// mingw-w64 build of test/fixtures/windows-samples/sleeper.c instead; the output says which (`base`).
 import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs'
 import { randomFillSync } from 'node:crypto'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { cleanup, positional, quick, tempDir } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const ROUNDS = Number(process.argv[2] ?? 3)
+const ROUNDS = Number(positional()[0] ?? (quick ? 1 : 3))
 const MIB = 1024 * 1024
+const PE_MIB = quick ? 8 : 50
 
 const CHILD = `
 const [bundle, file, rounds] = process.argv.slice(2)
@@ -67,32 +71,40 @@ function makePe (small, out, size) {
   closeSync(fd)
 }
 
-function smallPe () {
-  const dir = execFileSync('python3', ['-c', 'import os, pip._vendor.distlib as d; print(os.path.dirname(d.__file__))']).toString().trim()
-  return path.join(dir, 't32.exe')
+/** pip's distlib t32.exe launcher; else sleeper.exe built with mingw-w64 into `work`. */
+function smallPe (work) {
+  try {
+    const dir = execFileSync('python3', ['-c', 'import os, pip._vendor.distlib as d; print(os.path.dirname(d.__file__))'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()
+    // Debian's python3-pip strips the Windows launchers.
+    if (existsSync(path.join(dir, 't32.exe'))) return { file: path.join(dir, 't32.exe'), base: "pip's distlib t32.exe" }
+    throw new Error('no t32.exe')
+  } catch {
+    const exe = path.join(work, 'sleeper.exe')
+    execFileSync('x86_64-w64-mingw32-gcc', ['-O2', '-s', '-o', exe, path.join(root, 'test/fixtures/windows-samples/sleeper.c')])
+    console.error("bench: no pip distlib t32.exe here (pip missing, or Debian's without its launchers): growing a mingw-w64 build of sleeper.c instead")
+    return { file: exe, base: 'sleeper.c (mingw-w64)' }
+  }
 }
 
-const work = mkdtempSync(path.join(tmpdir(), 'aviary-bench-static-'))
+const work = tempDir('aviary-bench-static-')
 // The bundle sits under node_modules/.cache so that its external packages resolve from the project.
-const bundleDir = path.join(root, 'node_modules/.cache/aviary-bench')
-mkdirSync(bundleDir, { recursive: true })
-const bundle = path.join(bundleDir, 'static.mjs')
+const bundle = path.join(tempDir('aviary-bench-static-', path.join(root, 'node_modules/.cache')), 'static.mjs')
 try {
   await build({ entryPoints: [path.join(root, 'src/core/processing/static/index.ts')], bundle: true, format: 'esm', platform: 'node', packages: 'external', outfile: bundle, logLevel: 'error' })
   const childFile = path.join(work, 'child.mjs')
   writeFileSync(childFile, CHILD)
   const nodeExe = findNodeExe()
   const pe50 = path.join(work, 'pe50.exe')
-  makePe(smallPe(), pe50, 50 * MIB)
+  const small = smallPe(work)
+  makePe(small.file, pe50, PE_MIB * MIB)
   const run = (file) => JSON.parse(execFileSync(process.execPath, [childFile, bundle, file, String(ROUNDS)], { cwd: root }).toString())
   const a = run(pe50)
   const b = run(nodeExe)
   console.log(JSON.stringify({
     bench: 'static',
-    pe50: { bytes: 50 * MIB, ...a, targetMs: 2000 },
+    pe50: { bytes: PE_MIB * MIB, base: small.base, ...a, targetMs: 2000 },
     nodeExe: { bytes: readFileSync(nodeExe).length, ...b }
   }))
 } finally {
-  rmSync(work, { recursive: true, force: true })
-  rmSync(bundle, { force: true })
+  await cleanup()
 }
