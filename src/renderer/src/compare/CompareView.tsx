@@ -49,8 +49,8 @@ export function CompareView({ a, b, onlyDiff }: { a: ReportFacts; b: ReportFacts
 
       <DiffSection title="Signatures" rows={c.signatures}>
         <DiffTable rows={c.signatures} label="signatures" onlyDiff={onlyDiff} columns={[
-          { title: 'signature', sort: (r) => r.key, cell: (r) => { const s = r.a ?? r.b; return s ? <div><Mono value={s.name} /> <SafeText value={s.description} className="text-zinc-700 dark:text-zinc-300" /></div> : null } },
-          { title: 'ATT&CK', cell: (r) => <ul className="flex flex-wrap gap-1">{(r.a ?? r.b)?.ttps.slice(0, 20).map((t) => <li key={t.id}><TechniqueLink t={t} /></li>)}</ul> },
+          { title: 'signature', sort: (r) => r.key, className: 'break-words', cell: (r) => { const s = r.a ?? r.b; return s ? <div><Mono value={s.name} /> <SafeText value={s.description} className="text-zinc-700 dark:text-zinc-300" /></div> : null } },
+          { title: 'ATT&CK', className: 'min-w-[16rem]', cell: (r) => <ul className="flex flex-wrap gap-1">{(r.a ?? r.b)?.ttps.slice(0, 20).map((t) => <li key={t.id}><TechniqueLink t={t} /></li>)}</ul> },
           { title: 'severity A', cell: (r) => side(r, 'a', (x) => SEVERITY[x.severity] ?? ''), sort: (r) => r.a?.severity ?? 0 },
           { title: 'severity B', cell: (r) => side(r, 'b', (x) => SEVERITY[x.severity] ?? ''), sort: (r) => r.b?.severity ?? 0 }
         ]} />
@@ -116,10 +116,10 @@ export function CompareView({ a, b, onlyDiff }: { a: ReportFacts; b: ReportFacts
       <DiffSection title="Dropped files" rows={c.dropped}>
         <DiffTable rows={c.dropped} label="dropped files" onlyDiff={onlyDiff} columns={[
           { title: 'SHA256', cell: (r) => <Mono value={r.key} />, sort: (r) => r.key, className: 'break-all max-w-[16rem]' },
-          { title: 'in A', cell: (r) => side(r, 'a', (x) => <DroppedDetail names={x.names} paths={x.paths} count={x.count} />) },
-          { title: 'in B', cell: (r) => side(r, 'b', (x) => <DroppedDetail names={x.names} paths={x.paths} count={x.count} />) },
-          { title: 'size', cell: (r) => <Bytes value={(r.a ?? r.b)?.size} />, sort: (r) => (r.a ?? r.b)?.size ?? -1 },
-          { title: 'type', cell: (r) => <SafeText value={(r.a ?? r.b)?.type} /> }
+          { title: 'in A', className: 'min-w-[11rem] break-all', cell: (r) => side(r, 'a', (x) => <DroppedDetail names={x.names} paths={x.paths} count={x.count} />) },
+          { title: 'in B', className: 'min-w-[11rem] break-all', cell: (r) => side(r, 'b', (x) => <DroppedDetail names={x.names} paths={x.paths} count={x.count} />) },
+          { title: 'size', className: 'whitespace-nowrap', cell: (r) => <Bytes value={(r.a ?? r.b)?.size} />, sort: (r) => (r.a ?? r.b)?.size ?? -1 },
+          { title: 'type', className: 'max-w-[18rem] break-words text-xs', cell: (r) => <SafeText value={(r.a ?? r.b)?.type} /> }
         ]} />
       </DiffSection>
 

@@ -26,11 +26,11 @@ export function TallyLine({ rows }: { rows: readonly Row<unknown>[] }): JSX.Elem
   return <span className="text-xs font-normal text-zinc-600 normal-case tracking-normal dark:text-zinc-400" data-testid="tally">{parts.join(' · ')}</span>
 }
 
-/** A titled part of the comparison with its tally. */
+/** A titled part of the comparison with its tally; a part out of view is not laid out or painted (content-visibility). */
 export function DiffSection({ title, rows, children, level = 2 }: { title: string; rows?: readonly Row<unknown>[]; children: ReactNode; level?: 2 | 3 }): JSX.Element {
   const Heading = level === 2 ? 'h2' : 'h3'
   return (
-    <section aria-label={title} className={level === 2 ? 'mb-6' : 'mb-4'}>
+    <section aria-label={title} className={level === 2 ? 'mb-6 [contain-intrinsic-size:auto_40rem] [content-visibility:auto]' : 'mt-3 mb-4'}>
       <Heading className={`mb-1.5 flex flex-wrap items-baseline gap-x-3 ${level === 2 ? 'text-base font-semibold' : 'text-sm font-semibold uppercase tracking-wide text-zinc-700 dark:text-zinc-300'}`}>
         <span>{title}</span>{rows !== undefined && <TallyLine rows={rows} />}
       </Heading>

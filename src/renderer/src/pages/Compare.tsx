@@ -3,7 +3,7 @@
 // for "only differences"), so a comparison can be bookmarked and reloaded. Each side's task is
 // read with /tasks/view, and its report is digested off the page's thread (compare/fetch-facts.ts):
 // the page holds two digests, never a report. A side not chosen yet, or changed, is picked here.
-import { useState, type JSX } from 'react'
+import { useDeferredValue, useMemo, useState, type JSX } from 'react'
 import { useNavigate, useSearchParams } from 'react-router'
 import { useQuery } from '@tanstack/react-query'
 import { apiUrl, fetchJson, type ConnectionId } from '../api/http'
@@ -50,8 +50,9 @@ function useSide(ref: TaskRef | null): Side {
     queryKey: ['compare', connection, id, 'facts'],
     queryFn: async ({ signal }) => loadFacts({ summaryUrl: await apiUrl(connection, `/tasks/summary/${id}`), reportUrl: await apiUrl(connection, `/tasks/report/${id}`) }, signal),
     enabled: ref !== null && reported,
-    // Only the two digests on screen are kept: a side changed lets its digest go at once.
-    gcTime: 0, staleTime: Infinity, retry: false
+    // Only the two digests on screen are kept: a side changed lets its digest go at once. A digest
+    // is never refetched, so it needs no deep comparison with a previous one (20,000 rows each).
+    gcTime: 0, staleTime: Infinity, retry: false, structuralSharing: false
   })
   return {
     ref,
@@ -123,6 +124,9 @@ export function ComparePage(): JSX.Element {
   const bad = (['a', 'b'] as const).filter((k) => search.get(k) !== null && refs[k] === null)
   const fa = sides.a.facts?.facts
   const fb = sides.b.facts?.facts
+  // Drawn in a deferred (time-sliced) render: a comparison of 20,000-row lists takes React over a
+  // tenth of a second, which must not block the page (bench/ui-compare.bench.mjs).
+  const shown = useDeferredValue(useMemo(() => (fa && fb ? { a: fa, b: fb, onlyDiff } : null), [fa, fb, onlyDiff]))
   return (
     <div>
       <div className="mb-3 flex flex-wrap items-center gap-3">
@@ -149,7 +153,7 @@ export function ComparePage(): JSX.Element {
             exclude={refs[open === 'a' ? 'b' : 'a']} onPick={(r) => pick(open, r)} />
         </div>
       )}
-      {fa && fb ? <CompareView a={fa} b={fb} onlyDiff={onlyDiff} /> : null}
+      {shown !== null ? <CompareView a={shown.a} b={shown.b} onlyDiff={shown.onlyDiff} /> : fa && fb ? <p role="status" className="text-sm text-zinc-600 dark:text-zinc-400">Comparing…</p> : null}
     </div>
   )
 }
