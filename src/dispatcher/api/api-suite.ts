@@ -108,6 +108,8 @@ export function dispatcherApiSuite(name: string, db: () => Promise<string | unde
         const nodes = newer.body.nodes as Record<string, Json>
         expect(Object.keys(nodes).sort()).toEqual(['n1', 'n2'])
         expect(nodes.n1).toMatchObject({ name: 'n1', url: node.url, enabled: true, machines: [{ name: 'win7', platform: 'windows', tags: ['x64'] }] })
+        // Its id, which tasks' node_id refers to.
+        expect(nodes.n1!.id).toBe((await d.store.getNode('n1'))?.id)
         const older = await call('GET', '/node')
         expect(older.body).not.toHaveProperty('success')
         expect(Object.keys(older.body.nodes as Json).sort()).toEqual(['n1', 'n2'])

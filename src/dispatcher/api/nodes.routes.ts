@@ -95,6 +95,8 @@ const ipUrl = (ip: string): string => `http://${ip.includes(':') && !ip.startsWi
 
 function nodeView(n: NodeRow) {
   return {
+    // Tasks name their node by this id (node_id): a client maps it to the name (an Aviary addition).
+    id: n.id,
     name: n.name,
     url: n.url,
     mode: n.mode,
