@@ -1,5 +1,6 @@
-// Tasks: every task of the current connection, filtered by state and searched by hash or target,
-// in a virtual list that stays live (event stream, else polling). Arrows move, Enter opens.
+// Tasks: every task of the current connection, filtered by state and category, searched by what
+// analysts look for (tasks/TaskFilters.tsx), sorted by id or score, in a virtual list that stays
+// live (event stream, else polling). Arrows move, Enter opens.
 import type { JSX } from 'react'
 import { useIsFetching } from '@tanstack/react-query'
 import { useUi } from '../state/ui'
@@ -15,7 +16,10 @@ export function TasksPage({ pollMs = 5_000 }: { pollMs?: number }): JSX.Element 
   const connection = useUi((s) => s.connection)
   const statuses = useTasksView((s) => s.statuses)
   const q = useTasksView((s) => s.q)
-  const filter = { statuses, q }
+  const categories = useTasksView((s) => s.categories)
+  const sort = useTasksView((s) => s.sort)
+  const order = useTasksView((s) => s.order)
+  const filter = { statuses, q, categories, sort, order }
   // Layout shows the stream's state; the page needs it too, to poll only when there is no stream.
   const live = useIsLive()
   const qc = useQueryClient()
@@ -31,7 +35,8 @@ export function TasksPage({ pollMs = 5_000 }: { pollMs?: number }): JSX.Element 
         <div className="ml-auto"><CompareBar /></div>
       </div>
       <TaskFilters searchUnsupported={searchUnsupported(connection)} />
-      <TaskTable connection={connection} filter={filter} live={live} pollMs={pollMs} />
+      {/* Another category or order is another list: it starts at the top (the table follows states and search itself). */}
+      <TaskTable key={`${categories.join(',')}|${sort}|${order}`} connection={connection} filter={filter} live={live} pollMs={pollMs} />
     </div>
   )
 }

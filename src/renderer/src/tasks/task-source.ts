@@ -1,15 +1,23 @@
-// Where the Tasks page's rows come from: pages of GET /aviary/tasks (filters, search, total),
-// or, on a server without it (a remote Cuckoo), pages of /tasks/list/<limit>/<offset>.
+// Where the Tasks page's rows come from: pages of GET /aviary/tasks (filters, search, sort,
+// total), or, on a server without it (a remote Cuckoo), pages of /tasks/list/<limit>/<offset>
+// (one state at most, no search, no category, Cuckoo's order).
 import type { QueryClient } from '@tanstack/react-query'
 import type { Task } from '../../../shared/api/schemas'
-import type { ListedTask, TaskSearchResult } from '../../../shared/api/ui-schemas'
+import type { ListedTask, TaskSearchResult, TaskSort } from '../../../shared/api/ui-schemas'
 import { fetchJson, HttpError, type ConnectionId } from '../api/http'
 import { keys } from '../api/live'
 
 /** A task as the list shows it: /aviary/tasks adds `score`; /tasks/list (Cuckoo) has none. */
 export type ListTask = Task & Partial<Pick<ListedTask, 'score'>>
 
-export interface TaskFilter { statuses: string[]; q: string }
+export interface TaskFilter {
+  statuses: string[]
+  q: string
+  categories?: string[]
+  /** Default: by id, newest first. */
+  sort?: TaskSort
+  order?: 'asc' | 'desc'
+}
 
 export interface TaskPage {
   tasks: ListTask[]
@@ -23,16 +31,20 @@ export const PAGE_SIZE = 100
 // Connections whose server answered 404 to /aviary/tasks: they are asked /tasks/list from then on.
 const withoutSearch = new Set<ConnectionId>()
 
-export const pageKey = (c: ConnectionId, filter: TaskFilter, page: number) =>
-  [...keys.tasks(c), 'list', filter.statuses.join(','), filter.q, page] as const
-const filterKey = (c: ConnectionId, filter: TaskFilter) => [...keys.tasks(c), 'list', filter.statuses.join(','), filter.q] as const
+/** What the list shows, as a key: the same rows for the same key. */
+const listed = (f: TaskFilter) => [f.statuses.join(','), f.q, (f.categories ?? []).join(','), `${f.sort ?? 'id'} ${f.order ?? 'desc'}`] as const
+export const pageKey = (c: ConnectionId, filter: TaskFilter, page: number) => [...keys.tasks(c), 'list', ...listed(filter), page] as const
+const filterKey = (c: ConnectionId, filter: TaskFilter) => [...keys.tasks(c), 'list', ...listed(filter)] as const
 
 export async function fetchTaskPage(c: ConnectionId, filter: TaskFilter, page: number, signal?: AbortSignal): Promise<TaskPage> {
   const offset = page * PAGE_SIZE
   if (!withoutSearch.has(c)) {
     const params = new URLSearchParams({ offset: String(offset), limit: String(PAGE_SIZE) })
     if (filter.statuses.length) params.set('status', filter.statuses.join(','))
+    if (filter.categories?.length) params.set('category', filter.categories.join(','))
     if (filter.q) params.set('q', filter.q)
+    if (filter.sort && filter.sort !== 'id') params.set('sort', filter.sort)
+    if (filter.order === 'asc') params.set('order', 'asc')
     try {
       const r = await fetchJson<TaskSearchResult>(c, `/aviary/tasks?${params}`, {}, signal)
       return { tasks: r.tasks, total: r.total, exact: true }
