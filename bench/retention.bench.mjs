@@ -6,40 +6,30 @@
 // each command (Node's start and the bundle's load included), and what it listed, deleted and freed.
 // Usage: node bench/retention.bench.mjs [--no-build] [--quick] [--tasks N] [--files F]
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
+import { args, cleanup, numArg, tempDir, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt)
-const quick = args.includes('--quick')
-const TASKS = opt('--tasks', quick ? 1000 : 10_000)
-const FILES = opt('--files', quick ? 5 : 20)
+const TASKS = numArg('--tasks', 10_000, 1000)
+const FILES = numArg('--files', 20, 5)
 const BIN = path.join(root, 'bin/aviary.js')
 
 if (!args.includes('--no-build')) execFileSync(process.execPath, [path.join(root, 'scripts/build-cli.mjs')], { stdio: 'inherit' })
 
-const work = mkdtempSync(path.join(tmpdir(), 'aviary-bench-retention-'))
-// Killed or interrupted, it leaves nothing behind.
-let child = null
-const cleanup = () => {
-  child?.kill('SIGKILL')
-  rmSync(work, { recursive: true, force: true })
-}
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.once(sig, () => { cleanup(); process.exit(130) })
+// Killed, interrupted or failing, it leaves nothing behind (bench/cleanup.mjs).
+const work = tempDir('aviary-bench-retention-')
 
 /** Runs `aviary retention …` and returns its wall time and its JSON answer. */
 function aviary(...argv) {
   return new Promise((resolve, reject) => {
     const t = process.hrtime.bigint()
-    child = spawn(process.execPath, [BIN, 'retention', ...argv, '--data', work, '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = track(spawn(process.execPath, [BIN, 'retention', ...argv, '--data', work, '--json'], { stdio: ['ignore', 'pipe', 'inherit'] }), { label: 'stop aviary retention' })
     let out = ''
     child.stdout.on('data', (d) => { out += d })
     child.on('exit', (code) => {
-      child = null
       if (code !== 0) return reject(new Error(`aviary retention ${argv.join(' ')} exited ${code}`))
       resolve({ ms: Number(process.hrtime.bigint() - t) / 1e6, answer: JSON.parse(out) })
     })
@@ -49,7 +39,7 @@ function aviary(...argv) {
 /** The schema comes from the service's own migrations: `aviary serve` once, stopped once it listens. */
 function startAndStop() {
   return new Promise((resolve, reject) => {
-    const s = spawn(process.execPath, [BIN, 'serve', '--data', work, '-p', '0'], { stdio: ['ignore', 'ignore', 'pipe'] })
+    const s = track(spawn(process.execPath, [BIN, 'serve', '--data', work, '-p', '0'], { stdio: ['ignore', 'ignore', 'pipe'] }), { graceMs: 20_000, label: 'stop aviary serve' })
     let err = ''
     s.stderr.on('data', (d) => {
       err += d
@@ -103,5 +93,5 @@ try {
   console.log(`| run | ${run.ms.toFixed(0)} | ${run.answer.deleted.length} deleted, ${run.answer.skipped.length} skipped | ${mib(run.answer.freed_bytes)} |`)
   if (run.answer.deleted.length !== cold.answer.total.tasks) throw new Error('the run did not delete what the preview listed')
 } finally {
-  cleanup()
+  await cleanup()
 }

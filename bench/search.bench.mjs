@@ -18,47 +18,38 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
+import { args, cleanup, numArg, onCleanup, quick, stopChild, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const quick = args.includes('--quick')
-const RUNS = args.includes('--runs') ? Number(args[args.indexOf('--runs') + 1]) : quick ? 5 : 40
+const RUNS = numArg('--runs', 40, 5)
 const TASKS = quick ? 10_000 : 100_000
 const STATUSES = ['reported', 'reported', 'reported', 'reported', 'reported', 'reported', 'pending', 'running', 'failed_analysis', 'reported']
 
 if (!args.includes('--no-build')) execFileSync(process.execPath, [path.join(root, 'scripts/build-cli.mjs')], { stdio: 'inherit' })
 
-// Killed or interrupted: the service and the data folder go too.
-let child = null
+// Killed, interrupted or failing: the service and the data folder go too (bench/cleanup.mjs).
 const work = mkdtempSync(path.join(tmpdir(), 'aviary-bench-search-'))
-const cleanUp = () => {
-  if (child && child.exitCode === null) child.kill('SIGKILL')
+onCleanup(() => {
   if (args.includes('--keep')) console.error(`data kept in ${work}`)
   else rmSync(work, { recursive: true, force: true })
-}
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => { cleanUp(); process.exit(130) })
+}, 'remove the data folder')
 
 const freePort = () => Number(execFileSync(process.execPath, ['-e',
   'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})']).toString())
 
 async function startAviary(dataDir) {
   const port = freePort()
-  child = spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
-    { stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = track(spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
+    { stdio: ['ignore', 'ignore', 'inherit'] }), { graceMs: 20_000, label: 'stop aviary serve' })
   const base = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; ; i++) {
     try {
       if ((await fetch(`${base}/cuckoo/status`)).ok) break
     } catch { /* not yet */ }
+    if (i >= 600 || child.exitCode !== null) throw new Error('aviary serve did not answer')
     await new Promise((r) => setTimeout(r, 100))
   }
-  const proc = child
-  const stop = () => new Promise((resolve) => {
-    if (proc.exitCode !== null) return resolve()
-    proc.once('exit', resolve)
-    proc.kill('SIGTERM')
-  })
-  return { base, stop }
+  return { base, stop: () => stopChild(child, { graceMs: 20_000 }) }
 }
 
 // A fixed pseudo-random sequence: the same data every run.
@@ -201,5 +192,5 @@ try {
     await svc.stop()
   }
 } finally {
-  cleanUp()
+  await cleanup()
 }

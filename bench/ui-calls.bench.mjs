@@ -7,39 +7,29 @@
 // through the core's own processing (the behaviour module with calls_max = CALLS, so every call is
 // kept in the calls store, and the streamed report writer); the built `aviary serve` then pages
 // them through GET /aviary/tasks/1/calls/<pid>.
-// Usage: node bench/ui-calls.bench.mjs [--no-build] [--calls 1000000] [--wheels 150] [--profile]
+// Usage: node bench/ui-calls.bench.mjs [--no-build] [--calls 1000000] [--wheels 150] [--profile] [--quick (20,000 calls, 20 notches)]
 //   --profile prints the functions with the most CPU time during the scroll (to stderr)
+// Interrupted or failing, it closes the browser, stops the service and removes its folder.
 // The functions passed to page.evaluate and addInitScript run in the browser:
 /* global window, document, MutationObserver, requestAnimationFrame */
 import { execFileSync, spawn } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { closeSync, existsSync, mkdirSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { build } from 'esbuild'
 import { chromium } from 'playwright-core'
+import { args, cleanup, numArg, own, stopChild, tempDir, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt)
-const CALLS = opt('--calls', 1_000_000)
-const WHEELS = opt('--wheels', 150)
+const CALLS = numArg('--calls', 1_000_000, 20_000)
+const WHEELS = numArg('--wheels', 150, 20)
 const WHEEL_PX = 480
 const PID = 4242
 const rendererDir = path.join(root, 'out/renderer')
-const work = mkdtempSync(path.join(tmpdir(), 'aviary-ui-calls-bench-'))
-const children = new Set()
+const work = tempDir('aviary-ui-calls-bench-')
 
 const log = (m) => process.stderr.write(`ui-calls: ${m}\n`)
-
-function cleanup() {
-  for (const c of children) {
-    try { process.kill(-c.pid, 'SIGKILL') } catch { /* gone */ }
-  }
-  rmSync(work, { recursive: true, force: true })
-}
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { cleanup(); process.exit(130) })
 
 const freePort = () => Number(execFileSync(process.execPath, ['-e',
   'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})']).toString())
@@ -107,15 +97,10 @@ async function waitFor(url) {
 
 async function startAviary(dataDir) {
   const port = freePort()
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
-    { stdio: ['ignore', 'ignore', 'inherit'], detached: true })
-  children.add(child)
+  const child = track(spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
+    { stdio: ['ignore', 'ignore', 'inherit'], detached: true }), { group: true, graceMs: 20_000, label: 'stop aviary serve' })
   const base = `http://127.0.0.1:${port}`
-  const stop = () => new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once('exit', () => { children.delete(child); resolve() })
-    child.kill('SIGTERM')
-  })
+  const stop = () => stopChild(child, { group: true, graceMs: 20_000 })
   await waitFor(`${base}/cuckoo/status`).catch(async (err) => { await stop(); throw err })
   return { base, stop }
 }
@@ -175,13 +160,12 @@ async function main() {
   db.close()
 
   svc = await startAviary(dataDir)
-  let browser = null
   try {
     const listing = await (await fetch(`${svc.base}/aviary/tasks/1/calls`)).json()
     const busy = listing.processes.find((p) => p.pid === PID)
     if (!busy || busy.calls < CALLS) throw new Error(`the service lists ${JSON.stringify(listing).slice(0, 300)}`)
     const url = `${svc.base}/#/tasks/1?tab=behavior`
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] })
+    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] }), (b) => b.close(), 'close Chromium')
     // Warm-up (HTTP cache, the service's report index, JIT): the measured load is the second one.
     const warm = await browser.newPage({ viewport: { width: 1400, height: 900 } })
     await warm.goto(url)
@@ -278,13 +262,12 @@ async function main() {
       targets: { firstRowsUnder1s: firstRowMs < 1000, noLongTaskOver50msWhileScrolling: longest <= 50 }
     }, null, 2))
   } finally {
-    await browser?.close()
-    await svc.stop()
+    await cleanup()
   }
 }
 
-main().then(cleanup, (err) => {
-  cleanup()
-  console.error(err)
-  process.exitCode = 1
-})
+try {
+  await main()
+} finally {
+  await cleanup()
+}

@@ -3,24 +3,24 @@
 // task rows painted, and the long tasks (> 50 ms, the main thread blocked) while the mouse wheel
 // scrolls through several thousand rows. Targets (issue 8): first rows < 1 s, no long task.
 // The service is the built `aviary serve` with a fresh data dir seeded by SQL before it starts.
-// Usage: node bench/ui-tasks.bench.mjs [--no-build] [--rows 5000] [--profile]
+// Usage: node bench/ui-tasks.bench.mjs [--no-build] [--rows 5000] [--profile] [--quick (5,000 tasks, 500 rows)]
 //   --profile prints the functions with the most CPU time during the scroll (to stderr)
+// Interrupted or failing, it closes the browser, stops the service and removes its folder.
 // The functions passed to page.evaluate and addInitScript run in the browser:
 /* global window, document, MutationObserver, requestAnimationFrame */
 import { execFileSync, spawn } from 'node:child_process'
-import { createReadStream, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { createReadStream, existsSync, statSync } from 'node:fs'
 import { createServer, request as httpRequest } from 'node:http'
 import { randomBytes } from 'node:crypto'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { chromium } from 'playwright-core'
+import { args, cleanup, numArg, onCleanup, own, quick, stopChild, tempDir, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const TASKS = 100_000
-const ROWS_TO_SCROLL = args.includes('--rows') ? Number(args[args.indexOf('--rows') + 1]) : 5_000
+const TASKS = quick ? 5_000 : 100_000
+const ROWS_TO_SCROLL = numArg('--rows', 5_000, 500)
 const ROW_PX = 32
 const WHEEL_PX = 480
 const rendererDir = path.join(root, 'out/renderer')
@@ -42,14 +42,10 @@ async function waitFor(url) {
 
 async function startAviary(dataDir) {
   const port = freePort()
-  const child = spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
-    { stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = track(spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
+    { stdio: ['ignore', 'ignore', 'inherit'] }), { graceMs: 20_000, label: 'stop aviary serve' })
   const base = `http://127.0.0.1:${port}`
-  const stop = () => new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once('exit', resolve)
-    child.kill('SIGTERM')
-  })
+  const stop = () => stopChild(child, { graceMs: 20_000 })
   try {
     await waitFor(`${base}/cuckoo/status`)
   } catch (err) {
@@ -116,7 +112,8 @@ async function startUiServer(apiBase) {
   })
   const port = freePort()
   await new Promise((resolve) => server.listen(port, '127.0.0.1', resolve))
-  return { base: `http://127.0.0.1:${port}`, stop: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve) }) }
+  const stop = onCleanup(() => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve) }), 'stop the UI server')
+  return { base: `http://127.0.0.1:${port}`, stop }
 }
 
 // Runs in the page before its scripts: records when the first task row is painted (the frame
@@ -162,7 +159,7 @@ async function main() {
     execFileSync(process.execPath, [path.join(root, 'scripts/build-cli.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
     execFileSync('npx', ['electron-vite', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
   }
-  const work = mkdtempSync(path.join(tmpdir(), 'aviary-ui-bench-'))
+  const work = tempDir('aviary-ui-bench-')
   const dataDir = path.join(work, 'data')
   let svc = await startAviary(dataDir) // creates the database and its schema
   await svc.stop()
@@ -170,16 +167,14 @@ async function main() {
   seedTasks(dataDir)
   log(`seeded ${TASKS} tasks in ${Math.round(performance.now() - seedStart)} ms`)
   svc = await startAviary(dataDir)
-  let ui = null
-  let browser = null
   try {
     const index = await fetch(`${svc.base}/`).then((r) => r.text())
     const served = index.includes('id="root"') && index.includes('/assets/')
-    if (!served) ui = await startUiServer(svc.base)
+    const ui = served ? null : await startUiServer(svc.base)
     const pageBase = served ? svc.base : ui.base
     log(served ? 'UI served by the service' : 'UI served by the bench (the service does not serve it)')
 
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] })
+    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] }), (b) => b.close(), 'close Chromium')
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } })
     page.on('pageerror', (err) => log(`page error: ${err.message}`))
     // Warm-up load (HTTP cache, service's task cache, JIT): the measured load is the second one,
@@ -245,14 +240,12 @@ async function main() {
     }
     console.log(JSON.stringify(result, null, 2))
   } finally {
-    await browser?.close()
-    await ui?.stop()
-    await svc.stop()
-    rmSync(work, { recursive: true, force: true })
+    await cleanup()
   }
 }
 
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
-})
+try {
+  await main()
+} finally {
+  await cleanup()
+}
