@@ -5,21 +5,30 @@
 //   view    GET /tasks/view/{random id} with 100,000 tasks, against a hello-world Fastify route
 //   list    GET /tasks/list/100/{random offset} at the same scale, against the same hello world
 // The service is the built `aviary serve` in its own process; load comes from wrk.
-// Usage: npm run bench [-- --quick] [-- --only ingest|http]
+// Usage: npm run bench [-- --only ingest|http]
+//        npm run bench -- --quick [--only NAME[,NAME…]] [--timeout S]   the quick pass: every bench of
+//            bench/ once at its smallest size, each under a timeout (--timeout: S seconds for every
+//            one), checked for leftovers (bench/quick-pass.mjs);
+//            with --only ingest or --only http, just that part of this bench, small (32 MiB; 10,000
+//            tasks and 2 s per wrk run)
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, readFileSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs'
+import { rmSync, readFileSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { tmpdir, cpus } from 'node:os'
+import { cpus } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
+import { args, cleanup, quick, stopChild, tempDir, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const quick = args.includes('--quick')
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null
-const TASKS = 100_000
-const DURATION = quick ? '5s' : '15s'
+if (quick && only !== 'ingest' && only !== 'http') {
+  const { runQuickPass } = await import('./quick-pass.mjs')
+  const timeoutS = args.includes('--timeout') ? Number(args[args.indexOf('--timeout') + 1]) : null
+  process.exit(await runQuickPass({ only, timeoutS }))
+}
+const TASKS = quick ? 10_000 : 100_000
+const DURATION = quick ? '2s' : '15s'
 
 function need(cmd) {
   try {
@@ -48,8 +57,8 @@ async function waitFor(url) {
 async function startAviary(dataDir) {
   const port = freePort()
   // The flags of bin/aviary.js's shebang and of npm start: the service as users run it.
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port),
-    '--max-upload-size', '2G'], { stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = track(spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port),
+    '--max-upload-size', '2G'], { stdio: ['ignore', 'ignore', 'inherit'] }), { graceMs: 20_000, label: 'stop aviary serve' })
   const base = `http://127.0.0.1:${port}`
   await waitFor(`${base}/cuckoo/status`)
   return { base, child, stop: () => stopChild(child) }
@@ -62,18 +71,10 @@ async function startHello() {
     const app = Fastify({ logger: { level: 'info' }, logController: new LogController({ disableRequestLogging: true }) })
     app.get('/', async () => ({ hello: 'world' }))
     await app.listen({ host: '127.0.0.1', port: ${port} })`
-  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = track(spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }), { label: 'stop the hello world' })
   const base = `http://127.0.0.1:${port}`
   await waitFor(`${base}/`)
   return { base, child, stop: () => stopChild(child) }
-}
-
-function stopChild(child) {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once('exit', resolve)
-    child.kill('SIGTERM')
-  })
 }
 
 const peakRssMb = (pid) => {
@@ -100,7 +101,7 @@ async function benchIngest(work) {
   const rows = []
   const svc = await startAviary(path.join(work, 'ingest-data'))
   try {
-    for (const mib of quick ? [256] : [256, 1024]) {
+    for (const mib of quick ? [32] : [256, 1024]) {
       const file = path.join(work, `sample-${mib}.bin`)
       makeSample(file, mib * 1024 * 1024)
       const coreutils = timeIt(() => {
@@ -120,7 +121,7 @@ async function benchIngest(work) {
 }
 
 function wrk(url, script) {
-  const luaFile = script ? path.join(tmpdir(), `aviary-wrk-${process.pid}-${Math.random().toString(36).slice(2)}.lua`) : null
+  const luaFile = script ? path.join(work, `wrk-${Math.random().toString(36).slice(2)}.lua`) : null
   if (luaFile) writeFileSync(luaFile, script)
   const wrkArgs = ['-t2', '-c32', `-d${DURATION}`, '--latency', ...(luaFile ? ['-s', luaFile] : []), url]
   const out = execFileSync('wrk', wrkArgs).toString()
@@ -190,7 +191,7 @@ async function benchHttp(work) {
   }
 }
 
-const work = mkdtempSync(path.join(tmpdir(), 'aviary-bench-'))
+const work = tempDir('aviary-bench-')
 try {
   console.log(`Aviary benchmark, ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}`)
   if (only !== 'http') {
@@ -207,5 +208,5 @@ try {
     console.log(`\nserver peak RSS during the HTTP runs: ${res.rss.toFixed(0)} MB`)
   }
 } finally {
-  rmSync(work, { recursive: true, force: true })
+  await cleanup()
 }
