@@ -2,9 +2,9 @@
 // second service with an API token saved as a remote connection, a reported analysis on each
 // (made by each engine from an analysis folder: test/compare-analyses.ts). A row picked on this
 // computer's task list and one on the remote's (the Server switch between), Compare, the two side
-// by side with what only one has marked; the URL reloaded as a bookmark; "Compare with…" from a
-// task's page; axe-core on each state, light and dark. The reports are digested in a Web Worker
-// here (a real browser has one), and the page never logs an error.
+// by side with what only one has marked; the URL reloaded as a bookmark; an analysis archive as
+// one side; "Compare with…" from a task's page; axe-core on the comparison, light and dark. The
+// reports are digested in a Web Worker here (a real browser has one); the page logs no error.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { mkdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
@@ -101,6 +101,16 @@ describe('Compare in Chromium', () => {
     expect(await page.getByRole('table', { name: 'signatures' }).getByText('drops_executable').count()).toBe(0)
     expect(await mark('signatures', 'contacts_bare_ip')).toBe('b')
     expect(await axeFindings()).toEqual([])
+  }, 60_000)
+
+  it('takes a side from an analysis archive, read in the page\'s worker', async () => {
+    const archive = Buffer.from(await (await fetch(`${local.url}/tasks/report/${ids.a}/all`)).arrayBuffer())
+    await page.goto(`${local.url}/#/compare?a=${lab}:${ids.b}`)
+    await page.getByRole('group', { name: 'Pick task B' }).getByLabel('Report file').setInputFiles({ name: 'all.tar.bz2', mimeType: 'application/x-bzip2', buffer: archive })
+    await page.getByTestId('score-compare').waitFor({ timeout: 30_000 })
+    expect(new URL(page.url()).hash).toBe(`#/compare?a=${lab}%3A${ids.b}&b=file`)
+    expect(await mark('process names', 'curl')).toBe('b')
+    expect(await mark('signatures', 'contacts_bare_ip')).toBe('a')
   }, 60_000)
 
   it('"Compare with…" on a task\'s page picks a remote task from its list', async () => {

@@ -3,7 +3,8 @@
 // an API token saved as a remote connection (reached through the local proxy), and a Cuckoo 2.0.6
 // server (no /tasks/summary). Reports are made by the services' engines from analysis folders
 // (test/compare-analyses.ts). The URL names both tasks and is what the page reads; the Tasks page
-// picks two rows, across connections; the Task page's "Compare with…" picks another task.
+// picks two rows, across connections; the Task page's "Compare with…" picks another task. A side
+// can be a file too: a task's `all` archive as the service makes it, or a Cuckoo report.json.
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { JSX } from 'react'
@@ -84,6 +85,7 @@ afterEach(() => {
   act(() => useUi.getState().setConnection(null))
 })
 afterAll(async () => {
+  cuckoo?.closeAllConnections() // the local proxy's keep-alive sockets would hold close() open
   await Promise.all([local?.stop(), remote?.stop(), new Promise((r) => cuckoo?.close(r))])
 })
 
@@ -190,6 +192,28 @@ describe('the Compare page', () => {
     cleanup()
     renderAt('/compare?a=local:x&b=local:1')
     expect(screen.getByRole('alert').textContent).toMatch(/Not a task in this link: a=local:x/)
+  })
+
+  it('takes a side from a file: the `all` archive of a task, read in the page; after a reload it asks for the file again', async () => {
+    const user = userEvent.setup()
+    const archive = new Uint8Array(await (await fetch(`${local.url}/tasks/report/${ids.a}/all`)).arrayBuffer())
+    renderAt(`/compare?a=${lab}:${ids.b}`)
+    const picker = await screen.findByRole('group', { name: 'Pick task B' })
+    await user.upload(within(picker).getByLabelText('Report file'), new File([archive], 'all.tar.bz2', { type: 'application/x-bzip2' }))
+    expect(location()).toBe(`/compare?a=${lab}%3A${ids.b}&b=file`)
+    await screen.findByTestId('score-compare', {}, { timeout: 20_000 })
+    expect(within(section('Analysis B')).getByText('all.tar.bz2')).toBeTruthy()
+    expect(markOf(table('By name', 'process names'), 'curl')).toBe('b')
+    expect(markOf(table('Signatures', 'signatures'), 'contacts_bare_ip')).toBe('a')
+    cleanup()
+    renderAt(`/compare?a=${lab}:${ids.b}&b=file`)
+    expect(await within(section('Analysis B')).findByText(/was a file opened in the page: open it again/)).toBeTruthy()
+    expect(screen.getByRole('group', { name: 'Pick task B' })).toBeTruthy()
+    expect(screen.queryByRole('alert')).toBeNull()
+    // A plain report.json (Cuckoo 2.0.7's) works too.
+    await user.upload(screen.getByLabelText('Report file'), new File([JSON.stringify(CUCKOO_207)], 'report.json', { type: 'application/json' }))
+    await screen.findByTestId('score-compare', {}, { timeout: 20_000 })
+    expect(markOf(table('By name', 'process names'), 'cmd.exe')).toBe('b')
   })
 
   it('asks for a side the URL lacks: a task of another server, picked from its list', async () => {

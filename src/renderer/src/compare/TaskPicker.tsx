@@ -1,6 +1,7 @@
 // Picks a task to compare, from any connection: this computer or a saved Cuckoo-compatible server
 // (dispatchers hold no reports to read). By id, or from the latest reported tasks of that server
-// (Aviary's /aviary/tasks, searchable; a Cuckoo server's /tasks/list).
+// (Aviary's /aviary/tasks, searchable; a Cuckoo server's /tasks/list); where the page allows it,
+// a file instead (a report.json or an analysis archive, read in the page).
 import { useId, useState, type FormEvent, type JSX } from 'react'
 import { useQuery } from '@tanstack/react-query'
 import { fetchJson, HttpError, type ConnectionId } from '../api/http'
@@ -28,11 +29,13 @@ async function reportedTasks(c: ConnectionId, q: string, signal: AbortSignal): P
   return { tasks: [...r.tasks].filter((t) => t.status === 'reported').sort((x, y) => y.id - x.id), searchable: false }
 }
 
-export function TaskPicker({ initialConnection, exclude, onPick, label }: {
+export function TaskPicker({ initialConnection, exclude, onPick, onFile, label }: {
   initialConnection: ConnectionId
   /** The task it is compared with (not offered). */
   exclude?: TaskRef | null
   onPick(ref: TaskRef): void
+  /** Offers a file instead of a task. */
+  onFile?(file: File): void
   label: string
 }): JSX.Element {
   const ids = useId()
@@ -79,6 +82,13 @@ export function TaskPicker({ initialConnection, exclude, onPick, label }: {
           </label>
         )}
       </div>
+      {onFile && (
+        <label className="flex flex-wrap items-center gap-2">
+          Or a report file (report.json, or an analysis archive: tar, tar.gz, tar.bz2, zip)
+          <input type="file" aria-label="Report file" accept=".json,.tar,.gz,.tgz,.bz2,.tbz2,.zip,application/json,application/x-tar,application/gzip,application/x-bzip2,application/zip"
+            onChange={(e) => { const f = e.target.files?.[0]; if (f) onFile(f); e.target.value = '' }} className="text-xs" />
+        </label>
+      )}
       {latest.isError && <p role="alert" className="text-red-700 dark:text-red-400">Cannot list tasks: <SafeText value={latest.error.message} /></p>}
       {latest.isPending && <p role="status" className="text-zinc-600 dark:text-zinc-400">Loading reported tasks…</p>}
       {latest.isSuccess && (tasks.length === 0 ? <p className="text-zinc-600 dark:text-zinc-400">No reported tasks{q ? ' match' : ' on this server'}.</p> : (

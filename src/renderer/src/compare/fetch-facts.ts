@@ -3,14 +3,17 @@
 // has none (tests). It asks /tasks/summary first (Aviary and Cuckoo 2.0.7: the report without its
 // calls, and everything the comparison reads), and the full /tasks/report where the server has no
 // summary (Cuckoo up to 2.0.6). Either way the report is let go once digested: the page holds two
-// digests, never a report.
+// digests, never a report. A side can also be a file opened in the page: a report.json, or an
+// analysis archive (the `all` archive of Aviary or Cuckoo, as the Offline page reads them).
 import { reportFacts, type ReportFacts } from './facts'
+import { detectFormat, readBlob, readToBlobs } from '../offline/archive'
+import { findRoot } from '../offline/analysis'
 
 /** The largest report parsed (JSON.parse of a larger string fails, or takes minutes). */
 export const MAX_REPORT_BYTES = 400 * 1024 * 1024
 
-export interface FactsRequest { summaryUrl: string; reportUrl: string }
-export interface FactsAnswer { facts: ReportFacts; source: 'summary' | 'report' }
+export type FactsRequest = { summaryUrl: string; reportUrl: string } | { file: Blob }
+export interface FactsAnswer { facts: ReportFacts; source: 'summary' | 'report' | 'file' }
 export type FactsReply = { kind: 'done'; answer: FactsAnswer } | { kind: 'error'; status: number; message: string }
 
 export class FetchError extends Error {
@@ -39,14 +42,34 @@ async function readJson(res: Response): Promise<unknown> {
   }
   const text = await res.text()
   if (text.length > MAX_REPORT_BYTES) throw tooBig(text.length)
+  return parseReport(text)
+}
+
+function parseReport(text: string): unknown {
   try {
     return JSON.parse(text) as unknown
   } catch (err) {
-    throw new FetchError(502, `the report is not valid JSON: ${(err as Error).message}`)
+    throw new FetchError(400, `the report is not valid JSON: ${(err as Error).message}`)
   }
 }
 
+/** The report of a file: itself (a report.json), or the reports/report.json an archive holds. */
+async function fileFacts(file: Blob): Promise<FactsAnswer> {
+  let report: Blob = file
+  if (detectFormat(new Uint8Array(await readBlob(file.slice(0, 512)))) !== null) {
+    const entries = await readToBlobs(file)
+    const found = findRoot(entries.map((e) => e.name))
+    const name = found?.hasReport ? `${found.root === '' ? '' : `${found.root}/`}reports/report.json` : null
+    const entry = entries.find((e) => e.name === name)
+    if (entry === undefined) throw new FetchError(404, 'the archive holds no reports/report.json')
+    report = entry.blob
+  }
+  if (report.size > MAX_REPORT_BYTES) throw new FetchError(413, `the report is ${(report.size / 1024 ** 2).toFixed(0)} MiB; reports up to ${MAX_REPORT_BYTES / 1024 ** 2} MiB are compared in the page`)
+  return { facts: reportFacts(parseReport(new TextDecoder().decode(await readBlob(report)))), source: 'file' }
+}
+
 export async function fetchFacts(req: FactsRequest, signal?: AbortSignal): Promise<FactsAnswer> {
+  if ('file' in req) return fileFacts(req.file)
   const init: RequestInit = { headers: { Accept: 'application/json' }, signal: signal ?? null }
   const summary = await fetch(req.summaryUrl, init)
   if (summary.ok) return { facts: reportFacts(await readJson(summary)), source: 'summary' }

@@ -1,11 +1,14 @@
 // A task to compare, named by its connection and id, and how the Compare page's URL names two of
 // them: `#/compare?a=local:12&b=3:45` (`local` is this computer's service, a number a saved
-// connection), so a comparison can be bookmarked and reloaded. The tasks picked on the Tasks page
+// connection; `file` a report file opened in the page), so a comparison can be bookmarked and reloaded. The tasks picked on the Tasks page
 // (at most two, from any connection) are kept here too, for the session.
 import { create } from 'zustand'
 import type { ConnectionId } from '../api/http'
 
 export interface TaskRef { connection: ConnectionId; id: number }
+
+/** The URL's value for a side that is a file opened in the page (a File cannot be in a URL). */
+export const FILE_PARAM = 'file'
 
 export const refParam = (r: TaskRef): string => `${r.connection === null ? 'local' : r.connection}:${r.id}`
 
