@@ -15,6 +15,18 @@ export function useConnections() {
   })
 }
 
+/**
+ * The connection the pages show: the local service, or a saved one with its kind ('analysis' or
+ * 'dispatcher'). Undefined while the saved connections are loading.
+ */
+export function useCurrentConnection(): { id: number | null; name: string; kind: string } | undefined {
+  const connection = useUi((s) => s.connection)
+  const { data } = useConnections()
+  if (connection === null) return { id: null, name: 'This computer', kind: 'analysis' }
+  const saved = data?.find((c) => c.id === connection)
+  return saved ? { id: saved.id, name: saved.name, kind: saved.kind } : undefined
+}
+
 export function ConnectionPicker(): JSX.Element {
   const connection = useUi((s) => s.connection)
   const setConnection = useUi((s) => s.setConnection)

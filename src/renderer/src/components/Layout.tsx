@@ -1,11 +1,12 @@
 // The frame of every page: navigation (keyboard: Alt+1…7), the connection the pages show, the
 // theme switch, and the page itself.
-import { useEffect, type JSX } from 'react'
-import { NavLink, Outlet, useNavigate } from 'react-router'
+import { useEffect, useRef, type JSX } from 'react'
+import { NavLink, Outlet, useLocation, useNavigate } from 'react-router'
 import { applyTheme, useUi, type Theme } from '../state/ui'
 import { useIsLive, useLiveEvents } from '../api/live'
 import type { ConnectionId } from '../api/http'
-import { ConnectionPicker } from './ConnectionPicker'
+import { ConnectionPicker, useCurrentConnection } from './ConnectionPicker'
+import { ANALYSIS_ONLY, dispatcherPage } from '../connections/dispatcher-pages'
 import { SignInOverlay, SignOutButton } from '../auth/SignIn'
 import { useAuth } from '../auth/session'
 
@@ -24,6 +25,12 @@ export function Layout(): JSX.Element {
   const setTheme = useUi((s) => s.setTheme)
   const connection = useUi((s) => s.connection)
   const navigate = useNavigate()
+  const { pathname } = useLocation()
+  const current = useCurrentConnection()
+  // A dispatcher has no task list, status or machines of an analysis server: those pages are
+  // disabled with the reason, and its tasks open to what it knows of them (dispatcher-pages.tsx).
+  const dispatcher = current?.kind === 'dispatcher' && current.id !== null ? { id: current.id, name: current.name } : null
+  const notHere = (to: string): string | null => (dispatcher && ANALYSIS_ONLY[to] !== undefined ? `${ANALYSIS_ONLY[to]} (${dispatcher.name} is a dispatcher).` : null)
   const live = useIsLive()
   // A stream refused with 401 is closed for good: it opens again after each sign-in.
   const epoch = useAuth((s) => s.epoch)
@@ -41,22 +48,31 @@ export function Layout(): JSX.Element {
       if (!e.altKey || e.ctrlKey || e.metaKey) return
       const n = Number(e.key)
       const item = NAV[n - 1]
-      if (item) { e.preventDefault(); void navigate(item.to) }
+      if (item && !notHereRef.current(item.to)) { e.preventDefault(); void navigate(item.to) }
     }
     window.addEventListener('keydown', onKey)
     return () => window.removeEventListener('keydown', onKey)
   }, [navigate])
+  const notHereRef = useRef(notHere)
+  notHereRef.current = notHere
 
   return (
     <div className="flex min-h-screen">
       <nav aria-label="Main" className="flex w-48 shrink-0 flex-col gap-1 border-r border-zinc-200 p-3 dark:border-zinc-800">
         <div className="mb-3 text-lg font-semibold">Aviary</div>
-        {NAV.map((item, i) => (
-          <NavLink key={item.to} to={item.to} end={item.to === '/'} title={`Alt+${i + 1}`}
-            className={({ isActive }) => `rounded px-2 py-1 ${isActive ? 'bg-sky-100 font-medium text-sky-900 dark:bg-sky-900 dark:text-sky-100' : 'hover:bg-zinc-100 dark:hover:bg-zinc-800'}`}>
-            {item.label}
-          </NavLink>
-        ))}
+        {NAV.map((item, i) => {
+          const why = notHere(item.to)
+          // Not a link while it cannot be used: focusable, so the reason reads on hover and to a screen reader.
+          return why !== null ? (
+            <span key={item.to} role="link" aria-disabled="true" tabIndex={0} title={why} aria-description={why}
+              className="cursor-not-allowed rounded px-2 py-1 text-zinc-500 dark:text-zinc-400">{item.label}</span>
+          ) : (
+            <NavLink key={item.to} to={item.to} end={item.to === '/'} title={`Alt+${i + 1}`}
+              className={({ isActive }) => `rounded px-2 py-1 ${isActive ? 'bg-sky-100 font-medium text-sky-900 dark:bg-sky-900 dark:text-sky-100' : 'hover:bg-zinc-100 dark:hover:bg-zinc-800'}`}>
+              {item.label}
+            </NavLink>
+          )
+        })}
         <div className="mt-auto flex flex-col gap-2 text-sm">
           <LiveEvents key={`${String(connection)}-${epoch}`} connection={connection} />
           <ConnectionPicker />
@@ -73,7 +89,7 @@ export function Layout(): JSX.Element {
         </div>
       </nav>
       <main className="min-w-0 flex-1 p-6">
-        <Outlet />
+        {(dispatcher && dispatcherPage(pathname, dispatcher)) ?? <Outlet />}
       </main>
       <SignInOverlay />
     </div>

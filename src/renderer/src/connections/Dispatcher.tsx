@@ -1,17 +1,14 @@
-// A dispatcher's nodes and tasks, through the proxy. Dispatchers come in two generations (see
-// shared/spec/dispatcher-api.md): the newer under /api with a `success` envelope, the older at
-// the root; both key nodes by name and tasks by id, so the objects are turned into rows here.
+// A dispatcher's nodes and tasks, through the proxy (dist-api.ts reads both generations). A task
+// names its node (Aviary's dispatcher gives each node's id) and opens to what the dispatcher knows
+// of it, with the fetched report once finished (DispatcherTask.tsx).
 import type { JSX } from 'react'
 import { useQuery } from '@tanstack/react-query'
-import { fetchJson, HttpError, type ConnectionId } from '../api/http'
+import { Link } from 'react-router'
 import { keys } from '../api/live'
 import { SafeText } from '../components/text'
 import { ErrorNote } from '../dashboard/ErrorNote'
-
-interface DistNode {
-  name: string; url: string; machines?: { name: string; platform: string; tags: string[] }[]
-  /** Aviary's dispatcher only: */ enabled?: boolean; failures?: number; last_seen?: string | null; token?: boolean
-}
+import { useUi } from '../state/ui'
+import { entries as rows, getEither, nodeNames, taskTarget, useDistNodes, type DistNode, type DistTask } from './dist-api'
 
 /** What Aviary's dispatcher says of a node's health (Cuckoo's says nothing: a dash). */
 function nodeState(n: DistNode): { text: string; title: string } {
@@ -23,33 +20,14 @@ function nodeState(n: DistNode): { text: string; title: string } {
   if ((n.failures ?? 0) >= 3) return { text: 'unreachable', title: `${n.failures} failed contacts; ${seen}` }
   return { text: 'up', title: seen }
 }
-interface DistTask {
-  id?: number; task_id?: number | null; node_id?: number | null; finished?: boolean
-  path?: string | null; filename?: string | null; url?: string | null; status?: string; package?: string | null; platform?: string | null; priority?: number; machine?: string | null; clock?: string | null
-}
-
-/** The newer route, else the older one (a 404 from the newer generation's absence). */
-async function getEither<T>(c: ConnectionId, path: string, signal?: AbortSignal): Promise<T> {
-  try {
-    return await fetchJson<T>(c, `/api${path}`, {}, signal)
-  } catch (err) {
-    if (err instanceof HttpError && err.status === 404) return fetchJson<T>(c, path.split('?')[0]!, {}, signal)
-    throw err
-  }
-}
-
-const rows = <T,>(o: Record<string, T> | T[] | undefined): [string, T][] =>
-  Array.isArray(o) ? o.map((v, i) => [String(i), v]) : Object.entries(o ?? {})
 
 const th = 'px-2 py-1 text-left font-medium'
 const td = 'px-2 py-1'
 
 export function DispatcherView({ connection }: { connection: number }): JSX.Element {
-  const nodes = useQuery({
-    queryKey: [...keys.all(connection), 'dist', 'nodes'],
-    queryFn: ({ signal }) => getEither<{ nodes?: Record<string, DistNode> | DistNode[] }>(connection, '/node', signal),
-    refetchInterval: 30_000
-  })
+  const nodes = useDistNodes(connection)
+  const names = nodeNames(nodes.data?.nodes)
+  const setConnection = useUi((s) => s.setConnection)
   const tasks = useQuery({
     queryKey: [...keys.tasks(connection), 'dist'],
     queryFn: ({ signal }) => getEither<{ tasks?: Record<string, DistTask> }>(connection, '/task?limit=200', signal),
@@ -99,11 +77,17 @@ export function DispatcherView({ connection }: { connection: number }): JSX.Elem
             <tbody>
               {rows(tasks.data.tasks).sort((a, b) => Number(b[0]) - Number(a[0])).map(([k, t]) => (
                 <tr key={k} className="border-b border-zinc-100 dark:border-zinc-900">
-                  <td className={`${td} tabular-nums`}>{t.id ?? k}</td>
+                  <td className={`${td} tabular-nums`}>
+                    {/^\d{1,15}$/.test(String(t.id ?? k)) ? (
+                      <Link to={`/tasks/${t.id ?? k}`} aria-label={`Task ${t.id ?? k}`} onClick={() => setConnection(connection)}
+                        title="Open what the dispatcher knows of this task (this switches the pages to this dispatcher)"
+                        className="text-sky-800 underline dark:text-sky-300">{t.id ?? k}</Link>
+                    ) : <SafeText value={k} />}
+                  </td>
                   <td className={`${td} tabular-nums`}>{t.task_id ?? '—'}</td>
-                  <td className={`${td} tabular-nums`}>{t.node_id ?? '—'}</td>
+                  <td className={td}>{typeof t.node_id === 'number' ? <SafeText value={names.get(t.node_id) ?? `#${t.node_id}`} /> : '—'}</td>
                   {/* The sample's own name (Aviary's dispatcher and Cuckoo 2.0's keep `filename`), else its URL or stored path. */}
-                  <td className={`${td} max-w-xs truncate`} title={t.path ?? undefined}><SafeText value={t.filename ?? t.url ?? t.path ?? ''} /></td>
+                  <td className={`${td} max-w-xs truncate`} title={t.path ?? undefined}><SafeText value={taskTarget(t)} /></td>
                   <td className={td}><SafeText value={t.package ?? ''} /></td>
                   <td className={td}><SafeText value={t.platform ?? ''} /></td>
                   <td className={td}>{t.status ?? (t.finished === undefined ? '—' : t.finished ? 'finished' : 'unfinished')}</td>
