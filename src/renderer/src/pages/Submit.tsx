@@ -3,6 +3,7 @@
 import { useEffect, useRef, useState, type JSX } from 'react'
 import { useUi } from '../state/ui'
 import { SafeText } from '../components/text'
+import { useCurrentConnection } from '../components/ConnectionPicker'
 import { entriesOf, pickedFiles, walkEntries } from '../submit/collect'
 import { DEFAULT_OPTIONS, parseTargets, type SubmitOptions } from '../submit/options'
 import { OptionsForm } from '../submit/OptionsForm'
@@ -56,6 +57,7 @@ export function SubmitPage(): JSX.Element {
   const [targets, setTargets] = useState('')
   const [options, setOptions] = useState<SubmitOptions>(DEFAULT_OPTIONS)
   const offer = useNetworkOffer(connection).data
+  const dispatcher = useCurrentConnection()?.kind === 'dispatcher'
   const [readError, setReadError] = useState<string | null>(null)
   const fileInput = useRef<HTMLInputElement>(null)
   const folderInput = useRef<HTMLInputElement>(null)
@@ -70,7 +72,7 @@ export function SubmitPage(): JSX.Element {
   const send = () => {
     if (count === 0) return
     // The route and decryption shown go into the options string (the server's default when none is offered).
-    void submit(connection, applyNetwork(options, offer), targets)
+    void submit(connection, applyNetwork(options, offer), targets, dispatcher)
     // What was neither a URL nor a hash stays, to be fixed.
     setTargets(invalid.join('\n'))
   }
@@ -78,6 +80,7 @@ export function SubmitPage(): JSX.Element {
   return (
     <div className="flex max-w-5xl flex-col gap-4" onKeyDown={(e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); send() } }}>
       <h1 className="text-xl font-semibold">Submit</h1>
+      {dispatcher && <p data-testid="submit-to-dispatcher" className="-mt-2 text-sm text-zinc-700 dark:text-zinc-300">To a dispatcher: it gives each file or URL to one of its nodes. It keeps no samples, so hashes cannot be sent.</p>}
       {/* While files are dragged, the drop zone lights up; nothing covers the form (a drop anywhere still works). */}
       <section aria-label="Files" data-dragging={over}
         className={`flex flex-col items-start gap-2 rounded border-2 border-dashed p-4 ${over ? 'border-sky-600 bg-sky-50 dark:border-sky-400 dark:bg-sky-950' : 'border-zinc-300 dark:border-zinc-700'}`}>

@@ -6,6 +6,8 @@ import { fetchJson, type ConnectionId } from '../api/http'
 import { keys } from '../api/live'
 import type { SubmitOptions } from './options'
 import { NETWORK_KEYS, networkChoice, replacedKeys, useNetworkOffer, type NetworkOffer } from './network'
+import { useCurrentConnection } from '../components/ConnectionPicker'
+import { entries, getEither, type DistNode } from '../connections/dist-api'
 
 // Cuckoo 2's Windows analysis packages, as suggestions (any name the server knows works).
 const PACKAGES = ['exe', 'dll', 'msi', 'doc', 'xls', 'ppt', 'pdf', 'js', 'jar', 'vbs', 'ps1', 'hta', 'wsf', 'zip', 'html', 'ie', 'ff', 'generic', 'python']
@@ -21,9 +23,14 @@ function Field({ label, hint, children }: { label: string; hint?: string; childr
 }
 
 export function OptionsForm({ connection, value, onChange }: { connection: ConnectionId; value: SubmitOptions; onChange(v: SubmitOptions): void }): JSX.Element {
+  // A dispatcher has no /machines/list: its nodes' machines are the ones a task can ask for.
+  const dispatcher = useCurrentConnection()?.kind === 'dispatcher'
   const machines = useQuery({
-    queryKey: keys.machines(connection),
-    queryFn: ({ signal }) => fetchJson<{ machines: Machine[] }>(connection, '/machines/list', {}, signal).then((r) => r.machines)
+    queryKey: [...keys.machines(connection), dispatcher ? 'dist' : 'list'],
+    queryFn: ({ signal }) => (dispatcher
+      ? getEither<{ nodes?: Record<string, DistNode> | DistNode[] }>(connection, '/node', signal)
+        .then((r) => entries(r.nodes).flatMap(([, n]) => (Array.isArray(n?.machines) ? n.machines : [])).map((m) => ({ name: m.name, platform: m.platform }) as Pick<Machine, 'name' | 'platform'>))
+      : fetchJson<{ machines: Machine[] }>(connection, '/machines/list', {}, signal).then((r) => r.machines))
   })
   const set = <K extends keyof SubmitOptions>(k: K, v: SubmitOptions[K]) => onChange({ ...value, [k]: v })
   const text = (k: 'package' | 'options' | 'platform' | 'tags' | 'custom' | 'owner') => ({

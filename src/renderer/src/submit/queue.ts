@@ -36,8 +36,11 @@ interface Queue {
   remove(key: number): void
   cancel(key: number): void
   clearFinished(): void
-  /** Uploads the queued files and sends the pasted URLs and hashes, all with the same options. */
-  submit(connection: ConnectionId, options: SubmitOptions, targets: string): Promise<void>
+  /**
+   * Uploads the queued files and sends the pasted URLs and hashes, all with the same options. To a
+   * dispatcher (`dispatcher`), files and URLs go to its /api/task; it knows no hashes of samples.
+   */
+  submit(connection: ConnectionId, options: SubmitOptions, targets: string, dispatcher?: boolean): Promise<void>
 }
 
 export const useQueue = create<Queue>()((set, get) => {
@@ -61,15 +64,16 @@ export const useQueue = create<Queue>()((set, get) => {
     }
   }
 
-  async function uploadOne(c: ConnectionId, item: QueueItem, fields: Record<string, string>): Promise<void> {
+  async function uploadOne(c: ConnectionId, item: QueueItem, fields: Record<string, string>, dispatcher: boolean): Promise<void> {
     if (!item.file) return
     patch(item.key, { state: 'uploading', connection: c, loaded: 0, total: item.file.size })
-    const handle = uploadFile(c, item.file, item.file.name, fields, (loaded, total) => patch(item.key, { loaded, total }))
+    const handle = uploadFile(c, item.file, item.file.name, fields, (loaded, total) => patch(item.key, { loaded, total }), dispatcher ? '/api/task' : '/tasks/create/file')
     aborts.set(item.key, handle.abort)
     try {
       const { task_id } = await handle.done
       patch(item.key, { loaded: item.file.size })
-      await finish(c, item.key, task_id, true)
+      // A dispatcher's task has no sample view to read hashes from.
+      await finish(c, item.key, task_id, !dispatcher)
     } catch (err) {
       const cancelled = (err as Error).message === 'cancelled'
       patch(item.key, { state: cancelled ? 'cancelled' : 'error', error: cancelled ? undefined : (err as Error).message })
@@ -97,7 +101,7 @@ export const useQueue = create<Queue>()((set, get) => {
     remove: (key) => set((s) => ({ items: s.items.filter((i) => i.key !== key || i.state === 'uploading') })),
     cancel: (key) => aborts.get(key)?.(),
     clearFinished: () => set((s) => ({ items: s.items.filter((i) => i.state === 'queued' || i.state === 'uploading' || i.state === 'hashing') })),
-    async submit(c, options, targets) {
+    async submit(c, options, targets, dispatcher = false) {
       const { urls, hashes: sums } = parseTargets(targets)
       const sent = [...urls.map((u) => ({ kind: 'url' as const, name: u })), ...sums.map((h) => ({ kind: 'hash' as const, name: h }))]
         .map((t): QueueItem => ({ key: nextKey++, ...t, state: 'uploading', loaded: 0, total: 0, connection: c }))
@@ -107,6 +111,14 @@ export const useQueue = create<Queue>()((set, get) => {
       // Targets: one request each, so each gets its own task link or its own error.
       work.push((async () => {
         for (const t of sent) {
+          if (dispatcher && t.kind === 'hash') {
+            patch(t.key, { state: 'error', error: 'a dispatcher takes files and URLs: it keeps no samples to analyse again by hash' })
+            continue
+          }
+          if (dispatcher) {
+            await sendTarget(c, t.key, '/api/task', toForm({ ...toFields(options, 'url'), url: t.name }), false)
+            continue
+          }
           const fields = toFields(options, t.kind === 'url' ? 'url' : 'submit')
           const form = toForm(t.kind === 'url' ? { ...fields, url: t.name } : { ...fields, strings: t.name })
           await sendTarget(c, t.key, t.kind === 'url' ? '/tasks/create/url' : '/tasks/create/submit', form, t.kind === 'hash')
@@ -117,7 +129,7 @@ export const useQueue = create<Queue>()((set, get) => {
       let at = 0
       for (let n = 0; n < Math.min(UPLOADS_AT_ONCE, files.length); n++) {
         work.push((async () => {
-          while (at < files.length) await uploadOne(c, files[at++] as QueueItem, fields)
+          while (at < files.length) await uploadOne(c, files[at++] as QueueItem, fields, dispatcher)
         })())
       }
       await Promise.all(work)

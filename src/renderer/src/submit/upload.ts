@@ -3,10 +3,11 @@ import { apiUrl, HttpError, type ConnectionId } from '../api/http'
 
 export interface UploadHandle { done: Promise<{ task_id: number }>; abort(): void }
 
+/** `route`: the analysis API's /tasks/create/file, or a dispatcher's /api/task (same `file` field, same task_id answer). */
 export function uploadFile(connection: ConnectionId, file: Blob, name: string, fields: Record<string, string>,
-  onProgress: (loaded: number, total: number) => void): UploadHandle {
+  onProgress: (loaded: number, total: number) => void, route = '/tasks/create/file'): UploadHandle {
   const xhr = new XMLHttpRequest()
-  const done = apiUrl(connection, '/tasks/create/file').then((url) => new Promise<{ task_id: number }>((resolve, reject) => {
+  const done = apiUrl(connection, route).then((url) => new Promise<{ task_id: number }>((resolve, reject) => {
     const form = new FormData()
     for (const [k, v] of Object.entries(fields)) form.append(k, v)
     form.append('file', file, name)
