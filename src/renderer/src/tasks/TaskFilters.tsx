@@ -75,7 +75,7 @@ export function TaskFilters({ searchUnsupported }: { searchUnsupported: boolean 
   const unsupported = searchUnsupported && (v.q !== '' || v.statuses.length > 1 || v.categories.length > 0 || v.sort !== 'id' || v.order !== 'desc')
 
   return (
-    <div className="flex flex-col gap-2">
+    <div role="search" aria-label="Search and filter tasks" className="flex flex-col gap-2">
       <div className="flex flex-wrap items-center gap-2">
         <select aria-label="Search in" value={v.kind} onChange={(e) => v.setKind(e.target.value as SearchIn)} className={field}
           title={v.kind === 'any' ? 'Every kind the text can be' : SEARCH_KIND_HELP[v.kind]}>
@@ -93,7 +93,7 @@ export function TaskFilters({ searchUnsupported }: { searchUnsupported: boolean 
         </select>
         <details className="relative text-xs text-zinc-600 dark:text-zinc-400">
           <summary className="cursor-pointer select-none">Search syntax</summary>
-          <div className="absolute z-10 mt-1 max-w-xl rounded border border-zinc-200 bg-white p-3 shadow dark:border-zinc-700 dark:bg-zinc-900">
+          <div className="absolute right-0 z-10 mt-1 w-[32rem] max-w-[90vw] rounded border border-zinc-200 bg-white p-3 shadow dark:border-zinc-700 dark:bg-zinc-900">
             <p>Plain text finds every kind it can be. <code>kind:value</code> finds one kind; terms separated by blanks must all match; quotes keep blanks in one term.</p>
             <dl className="mt-2 grid grid-cols-[auto_1fr] gap-x-3 gap-y-1">
               {SEARCH_KINDS.map((k) => [<dt key={`${k}-t`}><code>{k}:</code></dt>, <dd key={`${k}-d`}>{SEARCH_KIND_HELP[k]}</dd>])}
