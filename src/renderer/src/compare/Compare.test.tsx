@@ -221,6 +221,12 @@ describe('the Compare page', () => {
     renderAt(`/compare?a=local:${ids.a}`)
     const picker = await screen.findByRole('group', { name: 'Pick task B' })
     await waitFor(() => expect(within(picker).getAllByRole('option').map((o) => o.textContent)).toEqual(['This computer', 'lab', 'old cuckoo']))
+    // This computer's reported tasks, searched by the service (A itself is not offered).
+    const listed = async () => (await within(picker).findAllByRole('button', { name: /^Compare with task \d+$/ })).map((b) => b.getAttribute('aria-label'))
+    expect(await listed()).toEqual([`Compare with task ${ids.big}`])
+    await user.type(within(picker).getByRole('searchbox'), 'no-such-sample')
+    expect(await within(picker).findByText('No reported tasks match.')).toBeTruthy()
+    await user.clear(within(picker).getByRole('searchbox'))
     await user.selectOptions(within(picker).getByLabelText('Server to compare from'), 'lab')
     await user.click(await within(picker).findByRole('button', { name: `Compare with task ${ids.b}` }, { timeout: 10_000 }))
     expect(location()).toBe(`/compare?a=local%3A${ids.a}&b=${lab}%3A${ids.b}`)

@@ -9,6 +9,7 @@ import { useConnections } from '../components/ConnectionPicker'
 import { SafeText, When } from '../components/text'
 import { ScoreBadge } from '../components/status'
 import { targetName, type ListTask } from '../tasks/task-source'
+import { useDebounced } from '../tasks/use-debounced'
 import { sameRef, type TaskRef } from './refs'
 
 const LATEST = 50
@@ -44,9 +45,10 @@ export function TaskPicker({ initialConnection, exclude, onPick, onFile, label }
   const [connection, setConnection] = useState<ConnectionId>(initialConnection)
   const [typed, setTyped] = useState('')
   const [q, setQ] = useState('')
+  const search = useDebounced(q.trim(), 250)
   const latest = useQuery({
-    queryKey: ['compare', 'pick', connection, q],
-    queryFn: ({ signal }) => reportedTasks(connection, q, signal),
+    queryKey: ['compare', 'pick', connection, search],
+    queryFn: ({ signal }) => reportedTasks(connection, search, signal),
     retry: false
   })
   const idValid = /^\d{1,15}$/.test(typed.trim())
@@ -77,7 +79,7 @@ export function TaskPicker({ initialConnection, exclude, onPick, onFile, label }
         {latest.data?.searchable !== false && (
           <label className="flex flex-col gap-1">
             Search reported tasks
-            <input type="search" value={q} onChange={(e) => setQ(e.target.value.slice(0, 200))} placeholder="hash, name or URL"
+            <input type="search" value={q} onChange={(e) => setQ(e.target.value.slice(0, 200))} placeholder="hash, name, URL, domain:…"
               className="rounded border border-zinc-300 bg-transparent px-1 py-0.5 dark:border-zinc-700" />
           </label>
         )}
@@ -91,7 +93,7 @@ export function TaskPicker({ initialConnection, exclude, onPick, onFile, label }
       )}
       {latest.isError && <p role="alert" className="text-red-700 dark:text-red-400">Cannot list tasks: <SafeText value={latest.error.message} /></p>}
       {latest.isPending && <p role="status" className="text-zinc-600 dark:text-zinc-400">Loading reported tasks…</p>}
-      {latest.isSuccess && (tasks.length === 0 ? <p className="text-zinc-600 dark:text-zinc-400">No reported tasks{q ? ' match' : ' on this server'}.</p> : (
+      {latest.isSuccess && (tasks.length === 0 ? <p className="text-zinc-600 dark:text-zinc-400">No reported tasks{search ? ' match' : ' on this server'}.</p> : (
         <ul aria-label="Reported tasks" className="max-h-64 overflow-auto rounded border border-zinc-200 dark:border-zinc-800">
           {tasks.map((t) => (
             <li key={t.id} className="border-b border-zinc-100 last:border-b-0 dark:border-zinc-900">
