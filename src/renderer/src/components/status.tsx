@@ -1,6 +1,7 @@
 // A task's status as a coloured badge (colour is never the only signal: the word is shown).
 import type { JSX } from 'react'
 import { scoreLevel, scoreWords, type ScoreLevel } from '../../../shared/score'
+import { unschedulable } from '../task/unschedulable'
 
 const COLORS: Record<string, string> = {
   pending: 'bg-zinc-200 text-zinc-800 dark:bg-zinc-700 dark:text-zinc-100',
@@ -17,6 +18,20 @@ export function StatusBadge({ status }: { status: string }): JSX.Element {
   return (
     <span data-status={status} className={`inline-block rounded px-1.5 py-0.5 text-xs font-medium ${COLORS[status] ?? COLORS.pending}`}>
       {status.replace('_', ' ')}
+    </span>
+  )
+}
+
+/** A task's status, and for a pending task no machine can run a "no machine" mark with the scheduler's reason on hover. */
+export function TaskStatusBadge({ task }: { task: { status: string; errors?: unknown } }): JSX.Element {
+  const why = unschedulable(task)
+  return (
+    <span className="inline-flex items-center gap-1">
+      <StatusBadge status={task.status} />
+      {why !== null && (
+        <span data-unschedulable title={`No machine can run this task: ${why}`}
+          className="rounded border border-amber-600 px-1 text-xs font-medium text-amber-800 dark:border-amber-400 dark:text-amber-300">no machine</span>
+      )}
     </span>
   )
 }

@@ -18,6 +18,7 @@ import { Timeline } from '../task/Timeline'
 import { TaskActions } from '../task/TaskActions'
 import { RunProgress } from '../task/RunProgress'
 import { baseName } from '../report/model'
+import { UNSCHEDULABLE, unschedulable } from '../task/unschedulable'
 import { apiSources } from '../task/sources'
 import { serviceCallsSource } from '../report/calls-source'
 import { ReportPage } from '../report/report-context'
@@ -35,13 +36,6 @@ function routeFact(task: Partial<Task>): JSX.Element | null {
   return null
 }
 
-/** The scheduler's reason why no configured machine can ever run this task (it starts with "unschedulable: "), or null. */
-export function unschedulable(task: Partial<Task>): string | null {
-  if (task.status !== 'pending' || !Array.isArray(task.errors)) return null
-  const e = task.errors.find((x) => typeof x === 'string' && x.startsWith(UNSCHEDULABLE))
-  return e === undefined ? null : e.slice(UNSCHEDULABLE.length)
-}
-const UNSCHEDULABLE = 'unschedulable: '
 
 /** What was analysed: a URL, or the file's name (the target is the server's storage path, .../uploads/<sha256>/<name>). */
 function targetShown(task: Partial<Task>): string {

@@ -10,7 +10,7 @@ import { Link, useNavigate } from 'react-router'
 import type { ConnectionId } from '../api/http'
 import { SafeText, When } from '../components/text'
 import { hasInvisible } from '../format'
-import { ScoreBadge, StatusBadge } from '../components/status'
+import { ScoreBadge, TaskStatusBadge } from '../components/status'
 import { fetchTaskPage, knownTotal, pageKey, PAGE_SIZE, targetName, type ListTask, type TaskFilter, type TaskPage } from './task-source'
 import { useTasksView } from './filter-store'
 import { sameRef, usePicked } from '../compare/refs'
@@ -178,7 +178,7 @@ const TaskRow = memo(function TaskRow({ index, start, task, selected, now, picke
               aria-label={`Compare task ${task.id}`} title="Pick for Compare (Space)" className="shrink-0" />
             <Link to={`/tasks/${task.id}`} tabIndex={-1} className="text-sky-700 hover:underline dark:text-sky-400">{task.id}</Link>
           </span>
-          <span role="gridcell"><StatusBadge status={task.status} /></span>
+          <span role="gridcell"><TaskStatusBadge task={task} /></span>
           <span role="gridcell" className="truncate font-mono text-xs"><SafeText value={targetName(task)} /></span>
           <span role="gridcell" className="text-zinc-600 dark:text-zinc-400">{task.category}</span>
           <span role="gridcell" className="truncate"><SafeText value={task.machine ?? ('name' in task.guest ? task.guest.name : '')} /></span>
