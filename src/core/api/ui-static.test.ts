@@ -18,6 +18,7 @@ beforeAll(async () => {
   writeFileSync(path.join(ui, 'index.html'), '<!doctype html><script type="module" src="./assets/index-AbCd1234.js"></script>')
   writeFileSync(path.join(ui, 'assets', 'index-AbCd1234.js'), 'console.log("ui")')
   writeFileSync(path.join(ui, 'assets', 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>')
+  writeFileSync(path.join(ui, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1 1"><rect width="1" height="1"/></svg>')
   writeFileSync(path.join(ui, 'assets', '.env'), SECRET)
   writeFileSync(path.join(root, 'secret.txt'), SECRET)
   h = await startHarness({ uiDir: ui, apiToken: 'tok' })
@@ -68,6 +69,24 @@ describe('the UI at /', () => {
     const svg = await fetch(`${h.url}/assets/logo.svg`)
     expect(svg.headers.get('cache-control')).toBe('no-cache')
     expect(svg.headers.get('content-security-policy')).toContain("default-src 'self'")
+  })
+
+  it('answers /favicon.ico and /favicon.svg with the UI\'s icon, without the API token, built or not', async () => {
+    const bare = await startHarness({ uiDir: null })
+    try {
+      for (const base of [h.url, bare.url]) {
+        for (const p of ['/favicon.ico', '/favicon.svg']) {
+          const res = await fetch(base + p)
+          expect(res.status, p).toBe(200)
+          expect(res.headers.get('content-type'), p).toMatch(/^image\/svg\+xml/)
+          expect(await res.text(), p).toMatch(/^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/)
+        }
+      }
+      // The build's own icon when there is one.
+      expect(await (await fetch(`${h.url}/favicon.svg`)).text()).toBe(readFileSync(path.join(root, 'ui', 'favicon.svg'), 'utf8'))
+    } finally {
+      await bare.stop()
+    }
   })
 
   it('opens from a link on another site, whose API calls are still refused', async () => {

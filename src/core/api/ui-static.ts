@@ -26,8 +26,11 @@ const IMMUTABLE = 'public, max-age=31536000, immutable'
 export function isPublicUiRequest(method: string, url: string | undefined): boolean {
   if (method !== 'GET' && method !== 'HEAD') return false
   const p = (url ?? '').split('?')[0]!
-  return p === '/' || p === '/index.html' || p.startsWith('/assets/')
+  return p === '/' || p === '/index.html' || p.startsWith('/assets/') || p === '/favicon.ico' || p === '/favicon.svg'
 }
+
+/** The icon when the UI is not built (the build's own is src/renderer/public/favicon.svg): browsers ask for one on every page. */
+const FALLBACK_ICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#0369a1"/></svg>\n'
 
 /** out/renderer next to the running bundle (out/cli, out/main, out/main/chunks), else the
  *  repository's; null when the UI is not built. */
@@ -50,6 +53,13 @@ export const uiStaticRoutes = (uiDir: string | null): FastifyPluginAsync => asyn
   }
   app.get('/', hide, index)
   app.get('/index.html', hide, index)
+  // Browsers ask for /favicon.ico whatever the page links: the build's SVG icon answers both names.
+  const icon = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (root && existsSync(path.join(root, 'favicon.svg'))) return serve(request, reply, root, '/favicon.svg')
+    return reply.type('image/svg+xml').header('Cache-Control', 'no-cache').send(FALLBACK_ICON)
+  }
+  app.get('/favicon.ico', hide, icon)
+  app.get('/favicon.svg', hide, icon)
   app.get('/assets/*', hide, async (request, reply) => {
     if (!root) return sendError(reply, 404, 'The UI is not built (npm run build)', ErrorCodes.NOT_FOUND)
     return serve(request, reply, root, (request.raw.url ?? '/').split('?')[0]!)
