@@ -142,14 +142,19 @@ export function track(child, { group = false, graceMs = 10_000, label } = {}) {
   return child
 }
 
+let exiting = false
 let signals = 0
-function exitAfterCleanup(code, why) {
-  signals++
-  if (signals === 2) {
-    console.error('bench: still cleaning up (send the signal again to exit at once)')
+function exitAfterCleanup(code, why, { signal = false } = {}) {
+  if (exiting) {
+    // An error while the steps run (what they stopped failing in the bench's own code) changes
+    // nothing; a third signal exits at once.
+    if (!signal) return
+    if (++signals === 2) console.error('bench: still cleaning up (send the signal again to exit at once)')
+    else process.exit(code)
     return
   }
-  if (signals > 2) process.exit(code)
+  exiting = true
+  if (signal) signals++
   if (why) console.error(why)
   setTimeout(() => {
     console.error(`bench: cleanup took over ${TOTAL_MS / 1000} s; exiting`)
@@ -159,7 +164,7 @@ function exitAfterCleanup(code, why) {
 }
 
 for (const [sig, n] of [['SIGHUP', 1], ['SIGINT', 2], ['SIGTERM', 15]]) {
-  process.on(sig, () => exitAfterCleanup(128 + n, `bench: ${sig}, cleaning up`))
+  process.on(sig, () => exitAfterCleanup(128 + n, `bench: ${sig}, cleaning up`, { signal: true }))
 }
 process.on('uncaughtException', (err) => exitAfterCleanup(1, err?.stack ?? String(err)))
 process.on('unhandledRejection', (err) => exitAfterCleanup(1, err?.stack ?? String(err)))
