@@ -6,33 +6,23 @@
 // (the digest then runs on the page's thread) shows what the worker is for. The reports are
 // written straight into a data directory served by the built `aviary serve`: what is measured is
 // the page, not processing. Target (issue 17): the page never freezes (no long task of a second).
-// Usage: node bench/ui-compare.bench.mjs [--no-build] [--processes 100000] [--wheels 60]
+// Usage: node bench/ui-compare.bench.mjs [--no-build] [--processes 100000] [--wheels 60] [--quick (2,000 processes, 10 notches)]
+// Interrupted or failing, it closes the browser, stops the service and removes its folder.
 // The functions passed to page.evaluate and addInitScript run in the browser:
 /* global window */
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { chromium } from 'playwright-core'
+import { args, cleanup, numArg, own, stopChild, tempDir, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt)
-const PROCESSES = opt('--processes', 100_000)
-const WHEELS = opt('--wheels', 60)
-const work = mkdtempSync(path.join(tmpdir(), 'aviary-ui-compare-bench-'))
-const children = new Set()
+const PROCESSES = numArg('--processes', 100_000, 2_000)
+const WHEELS = numArg('--wheels', 60, 10)
+const work = tempDir('aviary-ui-compare-bench-')
 const log = (m) => process.stderr.write(`ui-compare: ${m}\n`)
-
-function cleanup() {
-  for (const c of children) {
-    try { process.kill(-c.pid, 'SIGKILL') } catch { /* gone */ }
-  }
-  rmSync(work, { recursive: true, force: true })
-}
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { cleanup(); process.exit(130) })
 
 const freePort = () => Number(execFileSync(process.execPath, ['-e',
   'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})']).toString())
@@ -70,15 +60,10 @@ async function waitFor(url) {
 
 async function startAviary(dataDir) {
   const port = freePort()
-  const child = spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
-    { stdio: ['ignore', 'ignore', 'inherit'], detached: true })
-  children.add(child)
+  const child = track(spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
+    { stdio: ['ignore', 'ignore', 'inherit'], detached: true }), { group: true, graceMs: 20_000, label: 'stop aviary serve' })
   const base = `http://127.0.0.1:${port}`
-  const stop = () => new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once('exit', () => { children.delete(child); resolve() })
-    child.kill('SIGTERM')
-  })
+  const stop = () => stopChild(child, { group: true, graceMs: 20_000 })
   await waitFor(`${base}/cuckoo/status`).catch(async (err) => { await stop(); throw err })
   return { base, stop }
 }
@@ -127,12 +112,12 @@ async function main() {
   db.close()
 
   svc = await startAviary(dataDir)
-  let browser = null
   try {
     const summary = await fetch(`${svc.base}/tasks/summary/1`)
     log(`/tasks/summary/1: ${((await summary.arrayBuffer()).byteLength / 1e6).toFixed(1)} MB`)
     const url = `${svc.base}/#/compare?a=local:1&b=local:2`
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] })
+    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], env: { ...process.env, TMPDIR: work } }), (b) => b.close(), 'close Chromium')
+    // (Chromium's own temp files go into the bench's folder: a signal during its start leaves none in /tmp.)
     // Warm-up (HTTP cache, the service's report index, JIT): the measured loads come after it.
     await (await load(browser, url, false)).page.close()
 
@@ -168,10 +153,12 @@ async function main() {
     }
     console.log(JSON.stringify({ processes: PROCESSES, ...results }))
   } finally {
-    await browser?.close()
-    await svc.stop()
-    cleanup()
+    await cleanup()
   }
 }
 
-main().catch((err) => { log(err.stack ?? String(err)); cleanup(); process.exit(1) })
+try {
+  await main()
+} finally {
+  await cleanup()
+}
