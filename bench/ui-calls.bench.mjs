@@ -165,8 +165,11 @@ async function main() {
     const busy = listing.processes.find((p) => p.pid === PID)
     if (!busy || busy.calls < CALLS) throw new Error(`the service lists ${JSON.stringify(listing).slice(0, 300)}`)
     const url = `${svc.base}/#/tasks/1?tab=behavior`
-    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], env: { ...process.env, TMPDIR: work } }), (b) => b.close(), 'close Chromium')
-    // (Chromium's own temp files go into the bench's folder: a signal during its start leaves none in /tmp.)
+    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], env: { ...process.env, TMPDIR: work },
+      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false }), (b) => b.close(), 'close Chromium')
+    // Chromium's own temp files go into the bench's folder (a signal during its start leaves none in
+    // /tmp), and bench/cleanup.mjs closes it on a signal: Playwright's own SIGINT handler would
+    // exit the process (130) before the service and the folder are cleaned up.
     // Warm-up (HTTP cache, the service's report index, JIT): the measured load is the second one.
     const warm = await browser.newPage({ viewport: { width: 1400, height: 900 } })
     await warm.goto(url)

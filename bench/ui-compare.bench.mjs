@@ -116,8 +116,11 @@ async function main() {
     const summary = await fetch(`${svc.base}/tasks/summary/1`)
     log(`/tasks/summary/1: ${((await summary.arrayBuffer()).byteLength / 1e6).toFixed(1)} MB`)
     const url = `${svc.base}/#/compare?a=local:1&b=local:2`
-    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], env: { ...process.env, TMPDIR: work } }), (b) => b.close(), 'close Chromium')
-    // (Chromium's own temp files go into the bench's folder: a signal during its start leaves none in /tmp.)
+    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], env: { ...process.env, TMPDIR: work },
+      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false }), (b) => b.close(), 'close Chromium')
+    // Chromium's own temp files go into the bench's folder (a signal during its start leaves none in
+    // /tmp), and bench/cleanup.mjs closes it on a signal: Playwright's own SIGINT handler would
+    // exit the process (130) before the service and the folder are cleaned up.
     // Warm-up (HTTP cache, the service's report index, JIT): the measured loads come after it.
     await (await load(browser, url, false)).page.close()
 

@@ -174,8 +174,11 @@ async function main() {
     const pageBase = served ? svc.base : ui.base
     log(served ? 'UI served by the service' : 'UI served by the bench (the service does not serve it)')
 
-    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], env: { ...process.env, TMPDIR: work } }), (b) => b.close(), 'close Chromium')
-    // (Chromium's own temp files go into the bench's folder: a signal during its start leaves none in /tmp.)
+    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], env: { ...process.env, TMPDIR: work },
+      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false }), (b) => b.close(), 'close Chromium')
+    // Chromium's own temp files go into the bench's folder (a signal during its start leaves none in
+    // /tmp), and bench/cleanup.mjs closes it on a signal: Playwright's own SIGINT handler would
+    // exit the process (130) before the service and the folder are cleaned up.
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } })
     page.on('pageerror', (err) => log(`page error: ${err.message}`))
     // Warm-up load (HTTP cache, service's task cache, JIT): the measured load is the second one,
