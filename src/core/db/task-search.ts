@@ -52,6 +52,8 @@ interface Clause {
     page: Record<'asc' | 'desc', string>
     /** Sorted otherwise: a walk of the sort's index that looks each task up in the set (for a dense set). */
     walk?: Record<'score' | 'added', Record<'asc' | 'desc', string>>
+    /** The set joined to the tasks' narrow index, for filters: `FROM … WHERE <the set>`, and its id column. */
+    join: { from: string; id: string }
     args: unknown[]
   }
   /** A cheap look (an index, LIMIT 1) at whether any task matches: plain text drops what does not. */
@@ -75,6 +77,7 @@ const walk = (index: string, sort: 'score' | 'added', order: 'asc' | 'desc'): st
   `SELECT t.id FROM tasks t INDEXED BY ${index} WHERE ${IN_TERM} ORDER BY ${ORDER[sort][order]} LIMIT ? OFFSET ?`
 const TERM_SET = {
   count: `SELECT count(*) ${ONE_TERM}`,
+  join: { from: 'FROM task_terms x JOIN tasks t INDEXED BY tasks_search ON t.id = x.task_id WHERE x.term = ? AND x.kind = ?', id: 'x.task_id' },
   page: { asc: `SELECT task_id ${ONE_TERM} ORDER BY task_id ASC LIMIT ? OFFSET ?`, desc: `SELECT task_id ${ONE_TERM} ORDER BY task_id DESC LIMIT ? OFFSET ?` },
   walk: {
     score: { asc: walk('tasks_score', 'score', 'asc'), desc: walk('tasks_score', 'score', 'desc') },
@@ -86,6 +89,7 @@ const WALK_LIMIT = 5000
 const NAME_MATCH = 'FROM task_names WHERE task_names MATCH ?'
 const NAME_SET = {
   count: `SELECT count(*) ${NAME_MATCH}`,
+  join: { from: 'FROM task_names n JOIN tasks t INDEXED BY tasks_search ON t.id = n.rowid WHERE task_names MATCH ?', id: 'n.rowid' },
   page: { asc: `SELECT rowid ${NAME_MATCH} ORDER BY rowid ASC LIMIT ? OFFSET ?`, desc: `SELECT rowid ${NAME_MATCH} ORDER BY rowid DESC LIMIT ? OFFSET ?` }
 }
 
@@ -228,27 +232,21 @@ export class TaskSearch {
     const filters: Clause[] = []
     if (query.statuses?.length) filters.push({ sql: `t.status IN (${placeholders(query.statuses.length)})`, args: [...query.statuses] })
     if (query.categories?.length) filters.push({ sql: `t.category IN (${placeholders(query.categories.length)})`, args: [...query.categories] })
-    const only = terms.length === 1 && filters.length === 0 ? terms[0]!.only : undefined
-    if (only && (sort === 'id' || only.walk)) {
-      // One term's set, counted from its own index; in id order, its pages too (the UI's usual search).
-      const total = this.statement(only.count).pluck().get(...only.args) as number
-      if (query.limit === 0 || total <= query.offset) return { ids: [], total }
-      if (sort === 'id') return { ids: this.statement(only.page[query.order]).pluck().all(...only.args, query.limit, query.offset) as number[], total }
-      // Sorted by score or time: when the set is dense, walking the sort's index finds the page
-      // after looking up (offset + limit) / density tasks.
-      const all = this.statement('SELECT count(*) FROM tasks').pluck().get() as number
-      if ((query.offset + query.limit) * all <= WALK_LIMIT * total) {
-        return { ids: this.statement(only.walk![sort][query.order]).pluck().all(...only.args, query.limit, query.offset) as number[], total }
-      }
+    const only = terms.length === 1 ? terms[0]!.only : undefined
+    if (only) {
+      const page = this.onlyPage(only, filters, sort, query)
+      if (page) return page
     }
     const where = [...terms, ...filters]
     const cond = where.length === 0 ? '' : `WHERE ${where.map((c) => c.sql).join(' AND ')}`
     const args = where.flatMap((c) => c.args)
     const order = ORDER[sort][query.order]
     if (terms.length === 0) {
-      // Filters only: the page walks an index and stops; the count is one pass over an index.
+      // Filters only: the page walks an index and stops (by score, the covering score order); the
+      // count is one pass over an index.
       const total = this.statement(`SELECT count(*) FROM tasks t ${cond}`).pluck().get(...args) as number
-      const ids = query.limit === 0 ? [] : this.statement(`SELECT t.id FROM tasks t ${cond} ORDER BY ${order} LIMIT ? OFFSET ?`).pluck()
+      const from = sort === 'score' ? 'tasks t INDEXED BY tasks_score' : 'tasks t'
+      const ids = query.limit === 0 ? [] : this.statement(`SELECT t.id FROM ${from} ${cond} ORDER BY ${order} LIMIT ? OFFSET ?`).pluck()
         .all(...args, query.limit, query.offset) as number[]
       return { ids, total }
     }
@@ -262,6 +260,33 @@ export class TaskSearch {
     ).raw().all(...args, query.limit, query.offset) as [number | null, number | null][]
     // The count's row is the one without an id.
     return { ids: rows.filter((r) => r[0] !== null).map((r) => r[0]!), total: rows.find((r) => r[0] === null)![1]! }
+  }
+
+  /**
+   * A query of one index's set (and filters): counted from that index (filtered: joined to the
+   * tasks' narrow index), paged in its own order, or by walking the sort's index when the set is
+   * dense. Undefined when the general plan does better (a sparse set sorted otherwise than by id).
+   */
+  private onlyPage(only: NonNullable<Clause['only']>, filters: Clause[], sort: SearchSort, query: SearchQuery): SearchPage | undefined {
+    const fsql = filters.map((c) => ` AND ${c.sql}`).join('')
+    const fargs = filters.flatMap((c) => c.args)
+    if (sort !== 'id' && !only.walk) return undefined
+    const total = (filters.length === 0
+      ? this.statement(only.count).pluck().get(...only.args)
+      : this.statement(`SELECT count(*) ${only.join.from}${fsql}`).pluck().get(...only.args, ...fargs)) as number
+    if (query.limit === 0 || total <= query.offset) return { ids: [], total }
+    const page = (sql: string, args: unknown[]): SearchPage =>
+      ({ ids: this.statement(sql).pluck().all(...args, query.limit, query.offset) as number[], total })
+    if (sort === 'id') {
+      return filters.length === 0 ? page(only.page[query.order], only.args)
+        : page(`SELECT ${only.join.id} ${only.join.from}${fsql} ORDER BY ${only.join.id} ${query.order.toUpperCase()} LIMIT ? OFFSET ?`, [...only.args, ...fargs])
+    }
+    // Sorted by score or time: when the matches are dense, walking the sort's index finds the page
+    // after looking up (offset + limit) / density tasks.
+    const all = this.statement('SELECT count(*) FROM tasks').pluck().get() as number
+    if ((query.offset + query.limit) * all > WALK_LIMIT * total) return undefined
+    const walk = only.walk![sort][query.order]
+    return page(filters.length === 0 ? walk : walk.replace(' ORDER BY ', `${fsql} ORDER BY `), [...only.args, ...fargs])
   }
 
   /** {"tasks":[...],"total":N}: each task as /tasks/view shows it, plus its score. */
