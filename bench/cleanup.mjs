@@ -19,7 +19,7 @@
 // steps run says so; a third exits at once. Cleanup is given 60 s in all, then the process exits.
 // Synchronous work (execFileSync of wrk, tshark, curl) delays the handler until it returns: the
 // quick pass signals the bench's whole process group, so those children end first.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 
@@ -103,6 +103,8 @@ export function own(making, undo, label = 'undo') {
 export function tempDir(prefix, parent = tmpdir()) {
   mkdirSync(parent, { recursive: true })
   const dir = mkdtempSync(path.join(parent, prefix))
+  // The quick pass checks that each folder listed here is gone once the bench has ended.
+  if (process.env.AVIARY_BENCH_MANIFEST) appendFileSync(process.env.AVIARY_BENCH_MANIFEST, `${dir}\n`)
   onCleanup(() => rmSync(dir, { recursive: true, force: true }), `remove ${dir}`)
   return dir
 }

@@ -9,14 +9,15 @@
 // - Each runs in its own process group under a timeout (TIMEOUT_S). A timeout sends SIGTERM to
 //   the group (the bench cleans up, bench/cleanup.mjs), then SIGKILL after GRACE_S.
 // - Each gets AVIARY_BENCH_RUN=<mark> in its environment, which its children inherit: after it
-//   ends, a process still carrying the mark is a leftover (killed, and the bench fails). So is a
-//   network namespace or nftables table that appeared while it ran, or a new temp folder whose
-//   name has "bench" in it (in the temp dir, out/ or node_modules/.cache) or under
-//   <tmp>/aviary-netns. (Another program running at the same time on the same machine could make
-//   one of these; CI runs nothing else meanwhile.)
+//   ends, a process still carrying the mark is a leftover (killed, and the bench fails). Each
+//   folder it made with tempDir() (listed in the file AVIARY_BENCH_MANIFEST names) must be gone.
+// - What appeared while it ran and is still there: a network namespace, an nftables table, a temp
+//   folder with "bench" in its name (in the temp dir, out/ or node_modules/.cache) or one under
+//   <tmp>/aviary-netns. Another program on the same machine (another engineer's tests) may have
+//   made it, so it is a note, unless --strict (CI, where nothing else runs): then a failure.
 // - A non-zero exit, a timeout or a leftover fails the bench; the pass exits 1 naming them.
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -100,13 +101,14 @@ const killGroup = (pid, sig) => { try { process.kill(-pid, sig) } catch { /* gon
 let interrupted = false
 
 /** Runs one bench; resolves with { name, seconds, failure } (failure: null when it passed). */
-async function runOne(b, mark, timeoutOverride) {
+async function runOne(b, mark, { timeoutOverride, strict, passDir }) {
   const before = snapshot()
+  const manifest = path.join(passDir, `${b.name}.folders`)
   const timeoutS = timeoutOverride ?? TIMEOUT_S[b.name] ?? DEFAULT_TIMEOUT_S
   console.log(`\n### ${b.name}: node bench/${b.argv.join(' ')} (timeout ${timeoutS} s)\n`)
   const t0 = performance.now()
   const child = spawn(process.execPath, [path.join(benchDir, b.argv[0]), ...b.argv.slice(1)], {
-    cwd: root, stdio: ['ignore', 'inherit', 'inherit'], detached: true, env: { ...process.env, AVIARY_BENCH_RUN: mark }
+    cwd: root, stdio: ['ignore', 'inherit', 'inherit'], detached: true, env: { ...process.env, AVIARY_BENCH_RUN: mark, AVIARY_BENCH_MANIFEST: manifest }
   })
   let timedOut = false
   let killTimer
@@ -147,21 +149,26 @@ async function runOne(b, mark, timeoutOverride) {
     try { process.kill(p.pid, 'SIGKILL') } catch { /* gone */ }
   }
   if (left.length > 0) problems.push(`left ${left.length} process(es) running (killed now): ${left.map((p) => `${p.pid} ${p.cmd}`).join('; ')}`)
+  const made = existsSync(manifest) ? lines(readFileSync(manifest, 'utf8')) : []
+  const kept = made.filter((d) => existsSync(d))
+  if (kept.length > 0) problems.push(`left its folders: ${kept.join(', ')}`)
+  const notes = []
   const after = snapshot()
   for (const [kind, names] of Object.entries(after)) {
-    const added = names.filter((n) => !before[kind].includes(n))
-    if (added.length > 0) problems.push(`left ${kind}s: ${added.join(', ')}`)
+    const added = names.filter((n) => !before[kind].includes(n) && !made.includes(n))
+    if (added.length > 0) (strict ? problems : notes).push(`new ${kind}s while it ran: ${added.join(', ')}`)
   }
   const failure = problems.length > 0 ? problems.join('; ') : null
-  console.log(`\n${failure ? 'FAILED' : 'ok'}: ${b.name} in ${seconds.toFixed(1)} s${failure ? ` (${failure})` : ''}`)
-  return { name: b.name, seconds, failure }
+  const note = notes.length > 0 ? `${notes.join('; ')} (made by it or by another program: --strict counts them as its own)` : null
+  console.log(`\n${failure ? 'FAILED' : 'ok'}: ${b.name} in ${seconds.toFixed(1)} s${failure ? ` (${failure})` : ''}${note ? `\nnote: ${note}` : ''}`)
+  return { name: b.name, seconds, failure, note }
 }
 
 /**
  * Runs the quick pass (or the benches named in `only`, comma-separated); `timeoutS` replaces every
- * bench's timeout. Resolves with the exit code.
+ * bench's timeout; `strict` counts whatever appeared meanwhile as the bench's. Resolves with the exit code.
  */
-export async function runQuickPass({ only = null, timeoutS = null } = {}) {
+export async function runQuickPass({ only = null, timeoutS = null, strict = false } = {}) {
   const all = quickBenches()
   const wanted = only ? only.split(',').map((s) => s.trim()).filter(Boolean) : null
   const unknown = (wanted ?? []).filter((n) => !all.some((b) => b.name === n))
@@ -173,15 +180,21 @@ export async function runQuickPass({ only = null, timeoutS = null } = {}) {
   console.log(`Aviary quick pass: ${benches.length} bench${benches.length === 1 ? '' : 'es'} at the smallest size, one at a time; figures not judged`)
   const t0 = performance.now()
   const results = []
+  const passDir = mkdtempSync(path.join(tmpdir(), 'aviary-quick-pass-'))
+  onCleanup(() => rmSync(passDir, { recursive: true, force: true }), 'remove the pass folder')
   for (const b of benches) {
     if (interrupted) return 130
-    results.push(await runOne(b, `${b.name}-${process.pid}-${Date.now()}`, timeoutS))
+    results.push(await runOne(b, `${b.name}-${process.pid}-${Date.now()}`, { timeoutOverride: timeoutS, strict, passDir }))
   }
+  rmSync(passDir, { recursive: true, force: true })
   if (interrupted) return 130
   const total = (performance.now() - t0) / 1000
   console.log(`\n## Quick pass: ${results.length} bench${results.length === 1 ? '' : 'es'} in ${(total / 60).toFixed(1)} min\n`)
   console.log('| bench | result | seconds |\n|---|---|---|')
-  for (const r of results) console.log(`| ${r.name} | ${r.failure ? `**FAILED**: ${r.failure}` : r.seconds > SLOW_S ? `ok (slow: over ${SLOW_S} s)` : 'ok'} | ${r.seconds.toFixed(1)} |`)
+  for (const r of results) {
+    const result = `${r.failure ? `**FAILED**: ${r.failure}` : `ok${r.seconds > SLOW_S ? ` (slow: over ${SLOW_S} s)` : ''}`}${r.note ? `; note: ${r.note}` : ''}`
+    console.log(`| ${r.name} | ${result} | ${r.seconds.toFixed(1)} |`)
+  }
   const failed = results.filter((r) => r.failure)
   if (failed.length > 0) {
     console.error(`\nquick pass FAILED: ${failed.map((r) => `${r.name} (${r.failure})`).join('; ')}`)

@@ -11,14 +11,13 @@
 // signature names with their starts at '_' (from 120, a few common), 2 dropped files' md5, sha1 and
 // sha256. Tags, machines and scores as a real fleet has them.
 // Usage: node bench/search.bench.mjs [--no-build] [--runs N] [--quick (10,000 tasks, 5 runs)] [--keep (the data folder)]
+// Interrupted or failing, it stops the service and removes its folder (bench/cleanup.mjs).
 import { execFileSync, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
-import { args, cleanup, numArg, onCleanup, quick, stopChild, track } from './cleanup.mjs'
+import { args, cleanup, numArg, quick, stopChild, tempDir, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const RUNS = numArg('--runs', 40, 5)
@@ -27,12 +26,8 @@ const STATUSES = ['reported', 'reported', 'reported', 'reported', 'reported', 'r
 
 if (!args.includes('--no-build')) execFileSync(process.execPath, [path.join(root, 'scripts/build-cli.mjs')], { stdio: 'inherit' })
 
-// Killed, interrupted or failing: the service and the data folder go too (bench/cleanup.mjs).
-const work = mkdtempSync(path.join(tmpdir(), 'aviary-bench-search-'))
-onCleanup(() => {
-  if (args.includes('--keep')) console.error(`data kept in ${work}`)
-  else rmSync(work, { recursive: true, force: true })
-}, 'remove the data folder')
+// --keep: the data folder stays for a look with sqlite3 (and is then not removed on a signal either).
+const work = args.includes('--keep') ? (await import('node:fs')).mkdtempSync(path.join((await import('node:os')).tmpdir(), 'aviary-search-kept-')) : tempDir('aviary-bench-search-')
 
 const freePort = () => Number(execFileSync(process.execPath, ['-e',
   'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})']).toString())
@@ -40,16 +35,15 @@ const freePort = () => Number(execFileSync(process.execPath, ['-e',
 async function startAviary(dataDir) {
   const port = freePort()
   const child = track(spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
-    { stdio: ['ignore', 'ignore', 'inherit'] }), { graceMs: 20_000, label: 'stop aviary serve' })
+    { stdio: ['ignore', 'ignore', 'inherit'] }))
   const base = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
+  for (let i = 0; i < 600; i++) {
     try {
       if ((await fetch(`${base}/cuckoo/status`)).ok) break
     } catch { /* not yet */ }
-    if (i >= 600 || child.exitCode !== null) throw new Error('aviary serve did not answer')
     await new Promise((r) => setTimeout(r, 100))
   }
-  return { base, stop: () => stopChild(child, { graceMs: 20_000 }) }
+  return { base, stop: () => stopChild(child) }
 }
 
 // A fixed pseudo-random sequence: the same data every run.
@@ -192,5 +186,6 @@ try {
     await svc.stop()
   }
 } finally {
+  if (args.includes('--keep')) console.error(`data kept in ${work}`)
   await cleanup()
 }
