@@ -14,6 +14,8 @@
 // Interrupted or failing, it stops the service and removes its folder (bench/cleanup.mjs).
 import { execFileSync, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
@@ -27,7 +29,7 @@ const STATUSES = ['reported', 'reported', 'reported', 'reported', 'reported', 'r
 if (!args.includes('--no-build')) execFileSync(process.execPath, [path.join(root, 'scripts/build-cli.mjs')], { stdio: 'inherit' })
 
 // --keep: the data folder stays for a look with sqlite3 (and is then not removed on a signal either).
-const work = args.includes('--keep') ? (await import('node:fs')).mkdtempSync(path.join((await import('node:os')).tmpdir(), 'aviary-search-kept-')) : tempDir('aviary-bench-search-')
+const work = args.includes('--keep') ? mkdtempSync(path.join(tmpdir(), 'aviary-search-kept-')) : tempDir('aviary-bench-search-')
 
 const freePort = () => Number(execFileSync(process.execPath, ['-e',
   'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})']).toString())
