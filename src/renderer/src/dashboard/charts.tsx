@@ -85,7 +85,8 @@ export function Gauge({ value, max, center, detail, name, invert = false }: {
   const fill = invert ? tone(100 - pct) : tone(pct)
   return (
     <div className="flex flex-col items-center">
-      <div role="img" aria-label={`${name}: ${center}`} className="relative h-24 w-44">
+      {/* Twice as wide as high, at most 11 rem: the half circle (radii relative to the height) fits any card. */}
+      <div role="img" aria-label={`${name}: ${center}`} className="relative aspect-[2/1] w-full max-w-44">
         <ResponsiveContainer width="100%" height="100%">
           <RadialBarChart data={[{ pct, fill }]} startAngle={180} endAngle={0} cx="50%" cy="100%" innerRadius="130%" outerRadius="190%" barSize={14}>
             <PolarAngleAxis type="number" domain={[0, 100]} tick={false} axisLine={false} />
