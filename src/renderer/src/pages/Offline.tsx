@@ -68,7 +68,7 @@ export function OfflinePage(): JSX.Element {
         className={`mb-4 rounded border-2 border-dashed p-4 text-sm ${over ? 'border-sky-500 bg-sky-50 dark:bg-sky-950' : 'border-zinc-300 dark:border-zinc-700'}`}>
         <p className="mb-2">Drop an analysis archive (tar, tar.gz, tar.bz2 or zip: the <code>all</code> archive of Aviary or Cuckoo) or an analysis folder here, or pick one. It is read in this page only; nothing is sent anywhere.</p>
         <div className="flex flex-wrap gap-3">
-          <button type="button" onClick={() => archiveInput.current?.click()} className="rounded bg-sky-600 px-3 py-1 text-white hover:bg-sky-700">Open archive…</button>
+          <button type="button" onClick={() => archiveInput.current?.click()} className="rounded bg-sky-700 px-3 py-1 text-white hover:bg-sky-800">Open archive…</button>
           <button type="button" onClick={() => folderInput.current?.click()} className="rounded border border-zinc-300 px-3 py-1 dark:border-zinc-700">Open folder…</button>
           <input ref={archiveInput} type="file" aria-label="Analysis archive" className="sr-only" tabIndex={-1}
             accept=".tar,.gz,.tgz,.bz2,.tbz2,.zip,application/x-tar,application/gzip,application/x-bzip2,application/zip"

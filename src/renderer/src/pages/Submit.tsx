@@ -112,7 +112,7 @@ export function SubmitPage(): JSX.Element {
       <OptionsForm connection={connection} value={options} onChange={setOptions} />
       <div className="flex items-center gap-3">
         <button type="button" onClick={send} disabled={count === 0} title="Ctrl+Enter"
-          className="rounded bg-sky-600 px-4 py-1.5 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-40 focus-visible:outline-2 focus-visible:outline-sky-400">
+          className="rounded bg-sky-700 px-4 py-1.5 text-sm font-medium text-white hover:bg-sky-800 disabled:opacity-40 focus-visible:outline-2 focus-visible:outline-sky-400">
           Submit {count === 0 ? '' : [queued && `${queued} file${queued === 1 ? '' : 's'}`, urls.length && `${urls.length} URL${urls.length === 1 ? '' : 's'}`, hashes.length && `${hashes.length} hash${hashes.length === 1 ? '' : 'es'}`].filter(Boolean).join(', ')}
         </button>
         {finished ? <button type="button" className={button} onClick={clearFinished}>Clear finished</button> : null}

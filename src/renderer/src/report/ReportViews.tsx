@@ -89,7 +89,11 @@ export function ReportViews(p: ReportViewsProps): JSX.Element {
           </button>
         ))}
       </div>
-      <div id="report-panel" role="tabpanel" aria-labelledby={`tab-${tab}`}>{body()}</div>
+      <div id="report-panel" role="tabpanel" aria-labelledby={`tab-${tab}`}>
+        {/* The tab's own heading (read, not shown): the sections below are its h3s, under the page's h1. */}
+        <h2 className="sr-only">{all.find((t) => t.id === tab)?.label ?? 'Report'}</h2>
+        {body()}
+      </div>
     </div>
   )
 }

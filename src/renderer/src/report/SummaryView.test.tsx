@@ -29,7 +29,7 @@ describe('an archive task\'s summary', () => {
       target: { category: 'archive', archive: { name: 'pdf0.zip' }, filename: 'files/pdf0.pdf', human: 'files/pdf0.pdf @ pdf0.zip' }
     }} />)
     expect(ranFrom()).toBe('files/pdf0.pdf from pdf0.zip')
-    expect(screen.getByRole('heading', { level: 2 }).textContent).toBe('files/pdf0.pdf @ pdf0.zip')
+    expect(screen.getByRole('heading', { level: 3, name: 'files/pdf0.pdf @ pdf0.zip' }).textContent).toBe('files/pdf0.pdf @ pdf0.zip')
   })
 
   it('lists the members of an archive run by the zip package, the one that ran marked', () => {

@@ -45,7 +45,7 @@ export function SummaryView({ report, sources }: { report: unknown; sources: Rep
           <span className="text-xs text-zinc-500">{sigs} signature{sigs === 1 ? '' : 's'}</span>
         </div>
         <div className="min-w-0 flex-1">
-          <h2 className="mb-2 text-lg font-semibold break-all"><SafeText value={reportTitle(report)} /></h2>
+          <h3 className="mb-2 text-lg font-semibold break-all"><SafeText value={reportTitle(report)} /></h3>
           <KeyValues rows={([
             ['URL', isUrl && <Mono value={str(target, 'url')} />],
             ['Ran from archive', archive !== null && <ArchiveFact origin={archive} />],
