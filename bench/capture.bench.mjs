@@ -14,7 +14,7 @@ import { build } from 'esbuild'
 import { execFileSync, spawn } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { cleanup, own, positional, quick, tempDir, track } from './cleanup.mjs'
+import { cleanup, made, own, positional, quick, tempDir, track } from './cleanup.mjs'
 
 const ROUNDS = Number(positional()[0] ?? (quick ? 1 : 10))
 const SENT = quick ? 2_000 : 20_000
@@ -44,7 +44,10 @@ const tcpdump = await load('tcpdump')
 const startCapture = (o) => own(tcpdump.startCapture(o), (c) => c.stop(), 'stop tcpdump')
 const { decodeFrame, writeShot } = await load('screenshots')
 const fixture = await load('guest')
-const createNetnsGuest = (opts) => own(fixture.createNetnsGuest(opts), (g) => g.close(), `close guest avng${opts.index}`)
+const createNetnsGuest = (opts) => {
+  made('netns', `avng${opts.index}`)
+  return own(fixture.createNetnsGuest(opts), (g) => g.close(), `close guest avng${opts.index}`)
+}
 const sharp = (await import('sharp')).default
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return Number(s[Math.floor(s.length / 2)].toFixed(2)) }

@@ -100,11 +100,18 @@ export function own(making, undo, label = 'undo') {
   return Object.assign(making, { release: forget })
 }
 
+/**
+ * Notes a folder or network namespace the bench made (and undoes at cleanup) in the file
+ * AVIARY_BENCH_MANIFEST names, if set: the quick pass checks that each is gone once the bench ended.
+ */
+export function made(kind, name) {
+  if (process.env.AVIARY_BENCH_MANIFEST) appendFileSync(process.env.AVIARY_BENCH_MANIFEST, `${kind} ${name}\n`)
+}
+
 export function tempDir(prefix, parent = tmpdir()) {
   mkdirSync(parent, { recursive: true })
   const dir = mkdtempSync(path.join(parent, prefix))
-  // The quick pass checks that each folder listed here is gone once the bench has ended.
-  if (process.env.AVIARY_BENCH_MANIFEST) appendFileSync(process.env.AVIARY_BENCH_MANIFEST, `${dir}\n`)
+  made('folder', dir)
   onCleanup(() => rmSync(dir, { recursive: true, force: true }), `remove ${dir}`)
   return dir
 }

@@ -22,7 +22,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { cleanup, onCleanup, positional, quick, stopChild, tempDir, track } from './cleanup.mjs'
+import { cleanup, made, onCleanup, positional, quick, stopChild, tempDir, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const MIB = Number(positional()[0] ?? (quick ? 8 : 256))
@@ -92,6 +92,7 @@ onCleanup(() => {
 }, 'remove what the agents stored')
 try {
   onCleanup(netnsDown, `remove netns ${NS}`)
+  made('netns', NS)
   netnsUp()
   const bundle = path.join(work, 'guest.cjs')
   await build({ entryPoints: [path.join(root, 'src/core/guest/guest-session.ts')], bundle: true, platform: 'node', format: 'cjs', outfile: bundle, logLevel: 'error' })

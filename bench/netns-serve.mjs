@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { own, stopChild, tempDir, track } from './cleanup.mjs'
+import { made, own, stopChild, tempDir, track } from './cleanup.mjs'
 
 export const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -25,7 +25,10 @@ export async function netnsFixture(name) {
   })
   const fixture = await import(path.join(work, 'guest.mjs'))
   process.chdir(root)
-  const createNetnsGuest = (opts) => own(fixture.createNetnsGuest(opts), (g) => g.close(), `close guest ${opts.prefix ?? 'avng'}${opts.index}`)
+  const createNetnsGuest = (opts) => {
+    made('netns', `${opts.prefix ?? 'avng'}${opts.index}`)
+    return own(fixture.createNetnsGuest(opts), (g) => g.close(), `close guest ${opts.prefix ?? 'avng'}${opts.index}`)
+  }
   return { createNetnsGuest }
 }
 

@@ -10,7 +10,8 @@
 //   the group (the bench cleans up, bench/cleanup.mjs), then SIGKILL after GRACE_S.
 // - Each gets AVIARY_BENCH_RUN=<mark> in its environment, which its children inherit: after it
 //   ends, a process still carrying the mark is a leftover (killed, and the bench fails). Each
-//   folder it made with tempDir() (listed in the file AVIARY_BENCH_MANIFEST names) must be gone.
+//   folder and network namespace it noted as made (bench/cleanup.mjs's made(): tempDir() and the
+//   guests do, in the file AVIARY_BENCH_MANIFEST names) must be gone.
 // - What appeared while it ran and is still there: a network namespace, an nftables table, a temp
 //   folder with "bench" in its name (in the temp dir, out/ or node_modules/.cache) or one under
 //   <tmp>/aviary-netns. Another program on the same machine (another engineer's tests) may have
@@ -103,7 +104,7 @@ let interrupted = false
 /** Runs one bench; resolves with { name, seconds, failure } (failure: null when it passed). */
 async function runOne(b, mark, { timeoutOverride, strict, passDir }) {
   const before = snapshot()
-  const manifest = path.join(passDir, `${b.name}.folders`)
+  const manifest = path.join(passDir, `${b.name}.made`)
   const timeoutS = timeoutOverride ?? TIMEOUT_S[b.name] ?? DEFAULT_TIMEOUT_S
   console.log(`\n### ${b.name}: node bench/${b.argv.join(' ')} (timeout ${timeoutS} s)\n`)
   const t0 = performance.now()
@@ -149,13 +150,13 @@ async function runOne(b, mark, { timeoutOverride, strict, passDir }) {
     try { process.kill(p.pid, 'SIGKILL') } catch { /* gone */ }
   }
   if (left.length > 0) problems.push(`left ${left.length} process(es) running (killed now): ${left.map((p) => `${p.pid} ${p.cmd}`).join('; ')}`)
-  const made = existsSync(manifest) ? lines(readFileSync(manifest, 'utf8')) : []
-  const kept = made.filter((d) => existsSync(d))
-  if (kept.length > 0) problems.push(`left its folders: ${kept.join(', ')}`)
-  const notes = []
+  const made = (existsSync(manifest) ? lines(readFileSync(manifest, 'utf8')) : []).map((l) => [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' ') + 1)])
   const after = snapshot()
+  const kept = made.filter(([kind, name]) => (kind === 'netns' ? after['network namespace'].includes(name) : existsSync(name))).map(([, name]) => name)
+  if (kept.length > 0) problems.push(`left what it made: ${kept.join(', ')}`)
+  const notes = []
   for (const [kind, names] of Object.entries(after)) {
-    const added = names.filter((n) => !before[kind].includes(n) && !made.includes(n))
+    const added = names.filter((n) => !before[kind].includes(n) && !made.some(([, name]) => name === n))
     if (added.length > 0) (strict ? problems : notes).push(`new ${kind}s while it ran: ${added.join(', ')}`)
   }
   const failure = problems.length > 0 ? problems.join('; ') : null

@@ -14,7 +14,7 @@ import { execFileSync, spawn } from 'node:child_process'
 import { rmSync, writeFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { cleanup, onCleanup, positional, quick, tempDir, track } from './cleanup.mjs'
+import { cleanup, made, onCleanup, positional, quick, tempDir, track } from './cleanup.mjs'
 
 const MIB = Number(positional()[0] ?? (quick ? 32 : 1024))
 const ROUNDS = Number(positional()[1] ?? (quick ? 1 : 5))
@@ -137,6 +137,7 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const work = tempDir('aviary-rsbench-')
 try {
   onCleanup(netnsDown, `remove netns ${NS}`)
+  made('netns', NS)
   const bundle = path.join(work, 'result-server.mjs')
   await build({ entryPoints: [path.join(root, 'src/core/resultserver/result-server.ts')], bundle: true, format: 'esm', platform: 'node', outfile: bundle })
   writeFileSync(path.join(work, 'sender.mjs'), SENDER)

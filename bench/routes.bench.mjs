@@ -11,7 +11,7 @@
 import { build } from 'esbuild'
 import { execFileSync, spawn } from 'node:child_process'
 import path from 'node:path'
-import { cleanup, numArg, own, stopChild, tempDir, track } from './cleanup.mjs'
+import { cleanup, made, numArg, own, stopChild, tempDir, track } from './cleanup.mjs'
 import { root } from './netns-serve.mjs'
 
 const ROUNDS = numArg('--rounds', 30, 3)
@@ -27,6 +27,7 @@ try {
   const { createRoutedLab } = await import(path.join(work, 'lab.mjs'))
   const { rooter } = await import(path.join(work, 'client.mjs'))
   process.chdir(root)
+  for (const ns of ['avrl6h', 'avrl6u', 'avrl6l', 'avrl6v', 'avrl6g0']) made('netns', ns) // test/guests/routed-lab.ts's names for index 6
   const lab = await own(createRoutedLab({ index: 6, guests: 1 }), (l) => l.close(), 'close the routed lab')
   await lab.startRooter()
   const sock = path.join(lab.dir, 'rooter.sock')

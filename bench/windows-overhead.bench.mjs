@@ -17,7 +17,7 @@ import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { args, cleanup, numArg, own, tempDir } from './cleanup.mjs'
+import { args, cleanup, made, numArg, own, tempDir } from './cleanup.mjs'
 import { root, serve, waitForRun } from './netns-serve.mjs'
 
 const TASKS = numArg('--tasks', 10, 1)
@@ -36,6 +36,7 @@ try {
   const exe = path.join(work, 'sleeper.exe')
   execFileSync('x86_64-w64-mingw32-gcc', ['-O2', '-s', '-o', exe, path.join(root, 'test/fixtures/windows-samples/sleeper.c')])
   const t0Guest = performance.now()
+  made('netns', 'avwb58')
   const guest = await own(createWineGuest({ index: 58, prefix: 'avwb' }), (g) => g.close(), 'close the Wine guest')
   const guestReady = (performance.now() - t0Guest) / 1000
   writeFileSync(path.join(data, 'machines.json'), JSON.stringify({
