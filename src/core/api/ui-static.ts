@@ -32,11 +32,13 @@ export function isPublicUiRequest(method: string, url: string | undefined): bool
 /** The icon when the UI is not built (the build's own is src/renderer/public/favicon.svg): browsers ask for one on every page. */
 const FALLBACK_ICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#0369a1"/></svg>\n'
 
-/** out/renderer next to the running bundle (out/cli, out/main, out/main/chunks), else the
- *  repository's; null when the UI is not built. */
+/** out/renderer next to the running bundle (out/cli, out/main, out/main/chunks), else (the
+ *  sources run as they are, in tests) the checkout's out/renderer; found from this file, never
+ *  from the working directory, so `aviary serve` serves its own UI wherever it is started.
+ *  Null when the UI is not built. */
 export function defaultUiDir(): string | null {
   const here = path.dirname(fileURLToPath(import.meta.url))
-  const candidates = [path.join(here, '..', 'renderer'), path.join(here, '..', '..', 'renderer'), path.resolve('out/renderer')]
+  const candidates = [path.join(here, '..', 'renderer'), path.join(here, '..', '..', 'renderer'), path.join(here, '..', '..', '..', 'out', 'renderer')]
   // src/renderer has an index.html too, but no built assets: require both.
   return candidates.find((dir) => existsSync(path.join(dir, 'index.html')) && existsSync(path.join(dir, 'assets'))) ?? null
 }
