@@ -225,11 +225,12 @@ export const migrations: Migration[] = [
     sql: `
       -- What analysts look for in a report (domains and their parent domains, IPs, URLs, signature
       -- names, dropped files' hashes), written by processing from the report it has in memory
-      -- (db/task-terms.repository.ts), replaced on a rereport, gone with the task. The primary key
-      -- keeps a term once per task; task_terms_term finds the tasks of a term.
+      -- (db/task-terms.repository.ts), replaced on a rereport, gone with the task; and the task's
+      -- tags (kind 'tag', written by the triggers below at insert). The primary key keeps a term
+      -- once per task; task_terms_term finds the tasks of a term.
       CREATE TABLE task_terms (
         task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
-        kind    TEXT NOT NULL CHECK (kind IN ('domain', 'ip', 'url', 'sig', 'hash')),
+        kind    TEXT NOT NULL CHECK (kind IN ('domain', 'ip', 'url', 'sig', 'hash', 'tag')),
         term    TEXT NOT NULL,
         PRIMARY KEY (task_id, kind, term)
       ) WITHOUT ROWID;
@@ -238,6 +239,22 @@ export const migrations: Migration[] = [
       -- term never names a task that is gone, so a term's task count is read from this index alone.
       CREATE TRIGGER task_terms_delete AFTER DELETE ON tasks BEGIN
         DELETE FROM task_terms WHERE task_id = OLD.id;
+      END;
+      -- A task's tags as terms (ASCII lower case, at most 512 characters), so tag: is an index
+      -- lookup; tags are JSON written by the create routes, anything else is skipped, never refused.
+      INSERT OR IGNORE INTO task_terms (task_id, kind, term)
+        SELECT t.id, 'tag', lower(j.value) FROM tasks t, json_each(CASE WHEN json_valid(t.tags) THEN t.tags ELSE '[]' END) j
+        WHERE j.type = 'text' AND length(j.value) BETWEEN 1 AND 512;
+      CREATE TRIGGER task_terms_tags_insert AFTER INSERT ON tasks BEGIN
+        INSERT OR IGNORE INTO task_terms (task_id, kind, term)
+          SELECT NEW.id, 'tag', lower(value) FROM json_each(CASE WHEN json_valid(NEW.tags) THEN NEW.tags ELSE '[]' END)
+          WHERE type = 'text' AND length(value) BETWEEN 1 AND 512;
+      END;
+      CREATE TRIGGER task_terms_tags_update AFTER UPDATE OF tags ON tasks BEGIN
+        DELETE FROM task_terms WHERE task_id = NEW.id AND kind = 'tag';
+        INSERT OR IGNORE INTO task_terms (task_id, kind, term)
+          SELECT NEW.id, 'tag', lower(value) FROM json_each(CASE WHEN json_valid(NEW.tags) THEN NEW.tags ELSE '[]' END)
+          WHERE type = 'text' AND length(value) BETWEEN 1 AND 512;
       END;
 
       -- A task's name as the list shows it (the URL, or the file name: the target after its last

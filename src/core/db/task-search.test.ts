@@ -213,6 +213,19 @@ describe('TaskSearch', () => {
       expect(search.search({ q: 'domain:gone.example', offset: 0, limit: 10, order: 'desc' }).total).toBe(0)
       expect(db.prepare('SELECT count(*) FROM task_terms WHERE task_id = ?').pluck().get(a)).toBe(0)
       expect(find('three.example')).toEqual([])
+      // Tags become terms at insert, whichever connection inserts (what is not a string of 1-512 characters is skipped).
+      const tagged = insert('/u/h/t.exe', { tags: ['Lab', 'x'.repeat(600), 'ÜBER'], conn: other })
+      const odd = Number(other.prepare(`INSERT INTO tasks (category, target, clock, added_on, tags) VALUES ('file', '/u/h/o', '', '', '[1, null, {"a": "b"}, "ok"]')`).run().lastInsertRowid)
+      expect(find('tag:LAB')).toEqual([tagged])
+      expect(find('tag:ÜBER')).toEqual([tagged]) // SQL folds ASCII only, and so does the query
+      expect(find('tag:über')).toEqual([])
+      expect(db.prepare("SELECT count(*) FROM task_terms WHERE kind = 'tag' AND task_id IN (?, ?)").pluck().get(tagged, odd)).toBe(3) // lab, über, ok
+      expect(find('tag:ok')).toEqual([odd])
+      other.prepare(`UPDATE tasks SET tags = '["lab2"]' WHERE id = ?`).run(tagged)
+      expect(find('tag:lab')).toEqual([])
+      expect(find('tag:lab2')).toEqual([tagged])
+      index(tagged, { network: { domains: [{ domain: 'tagged.example' }] } }) // a report's terms leave the tags be
+      expect(find('tag:lab2 domain:tagged.example')).toEqual([tagged])
       // This service's connection (foreign keys on): the terms go with the task.
       const b = insert('/u/h/b.exe')
       index(b, { network: { domains: [{ domain: 'gone.example', ip: '' }] } })
@@ -227,7 +240,8 @@ describe('TaskSearch', () => {
 
   it('answers the same whichever way a query is read (a term\'s own index, a walk of the sort\'s index, the general plan)', () => {
     // 600 tasks: scores with ties and gaps, three categories, two statuses; a dense term (9 in 10
-    // tasks), a sparse one (1 in 50), a name in half of them. Expected answers computed here.
+    // tasks), a sparse one (1 in 50), a name in a third of them, a tag, a machine asked for or run
+    // on. Expected answers computed here.
     let seed = 7
     const rnd = (n: number) => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed % n }
     const tasks = Array.from({ length: 600 }, (_, i) => {
@@ -235,16 +249,18 @@ describe('TaskSearch', () => {
       const added = `2026-01-${String(1 + rnd(28)).padStart(2, '0')} 00:00:00`
       const status = rnd(3) === 0 ? 'pending' : 'reported'
       const target = i % 3 === 0 ? `http://u${i}.example/` : i % 3 === 1 ? `/u/h/half-${i}.exe` : `/u/h/other-${i}.zip!`
-      const id = insert(target, { status, score: score ?? undefined, added })
+      const id = insert(target, { status, score: score ?? undefined, added, tags: i % 7 === 0 ? ['T1'] : [], machine: i % 11 === 0 ? 'VmA' : undefined })
+      if (i % 13 === 0) db.prepare(`INSERT INTO guests (task_id, name, label, manager, status, started_on) VALUES (?, 'vma', 'x', 'kvm', 'stopped', '')`).run(id)
       const dense = rnd(10) !== 0
       const sparse = rnd(50) === 0
       index(id, { network: { domains: [...(dense ? [{ domain: 'dense.example' }] : []), ...(sparse ? [{ domain: 'sparse.example' }] : [])] } })
-      return { id, score, added, status, category: target.startsWith('http') ? 'url' : target.endsWith('!') ? 'archive' : 'file', dense, sparse, half: i % 3 === 1 }
+      return { id, score, added, status, category: target.startsWith('http') ? 'url' : target.endsWith('!') ? 'archive' : 'file', dense, sparse, half: i % 3 === 1,
+        tag: i % 7 === 0, machine: i % 11 === 0 || i % 13 === 0 }
     })
     type T = (typeof tasks)[number]
     const cmp = { id: (a: T, b: T) => a.id - b.id, score: (a: T, b: T) => ((a.score ?? -1) - (b.score ?? -1)) || a.id - b.id, added: (a: T, b: T) => a.added.localeCompare(b.added) || a.id - b.id }
     for (const [q, match] of [['domain:dense.example', (t: T) => t.dense], ['domain:sparse.example', (t: T) => t.sparse], ['half-', (t: T) => t.half],
-      ['', () => true]] as const) {
+      ['tag:t1', (t: T) => t.tag], ['machine:VMA', (t: T) => t.machine], ['', () => true]] as const) {
       for (const sort of ['id', 'score', 'added'] as const) {
         for (const order of ['asc', 'desc'] as const) {
           for (const [statuses, categories] of [[undefined, undefined], [['reported'], undefined], [undefined, ['file', 'archive']]] as const) {

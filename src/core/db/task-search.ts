@@ -94,7 +94,7 @@ const NAME_SET = {
 }
 
 /** Tasks with this term (exact), as a condition on `t`. */
-function withTerm(kind: IndexedKind, term: string): Clause {
+function withTerm(kind: IndexedKind | 'tag', term: string): Clause {
   const args = [term, kind]
   return { sql: `t.id IN (SELECT task_id ${ONE_TERM})`, args, only: { ...TERM_SET, args }, probe: { sql: `SELECT 1 ${ONE_TERM} LIMIT 1`, args } }
 }
@@ -137,22 +137,26 @@ function withName(text: string): Clause {
   return { sql: 't.id IN (SELECT rowid FROM task_names WHERE name GLOB ?)', args, probe: { sql: 'SELECT 1 FROM task_names WHERE name GLOB ? LIMIT 1', args } }
 }
 
-/** The LIKE pattern of a literal (its %, _ and \ escaped with \). */
-const likeLiteral = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`)
+/** One of the task's tags is `tag` (ASCII letters in any case, as SQL's lower() folds them in the index). */
+const withTag = (tag: string): Clause => withTerm('tag', tag.replace(/[A-Z]+/g, (c) => c.toLowerCase()))
 
-/** One of the task's tags is `tag` (ASCII letters in any case); tags are a JSON array of strings. */
-function withTag(tag: string): Clause {
-  const args = [`%${likeLiteral(JSON.stringify(tag))}%`]
-  return { sql: "t.tags LIKE ? ESCAPE '\\'", args, probe: { sql: "SELECT 1 FROM tasks INDEXED BY tasks_search WHERE tags LIKE ? ESCAPE '\\' LIMIT 1", args } }
-}
-
-/** Asked for that machine, or ran on it (its name or label), in any case. */
+/** Asked for that machine, or ran on it (its name or label), in any case (ASCII). A small set: paged from itself. */
 function withMachine(name: string): Clause {
-  const guests = 'SELECT task_id FROM guests WHERE name = ? COLLATE NOCASE UNION ALL SELECT task_id FROM guests WHERE label = ? COLLATE NOCASE'
+  const set = 'SELECT id FROM tasks WHERE machine = ? COLLATE NOCASE UNION SELECT task_id FROM guests WHERE name = ? COLLATE NOCASE ' +
+    'UNION SELECT task_id FROM guests WHERE label = ? COLLATE NOCASE'
+  const args = [name, name, name]
+  // Joined to the tasks, also when counting: a guest row can outlive its task on a connection without foreign keys.
+  const from = `FROM (${set}) m JOIN tasks t INDEXED BY tasks_search ON t.id = m.id WHERE 1`
   return {
-    sql: `(t.machine = ? COLLATE NOCASE OR t.id IN (${guests}))`,
-    args: [name, name, name],
-    probe: { sql: `SELECT 1 FROM tasks WHERE machine = ? COLLATE NOCASE UNION ALL ${guests} LIMIT 1`, args: [name, name, name] }
+    sql: `t.id IN (${set})`,
+    args,
+    only: {
+      count: `SELECT count(*) ${from}`,
+      page: { asc: `SELECT m.id ${from} ORDER BY m.id ASC LIMIT ? OFFSET ?`, desc: `SELECT m.id ${from} ORDER BY m.id DESC LIMIT ? OFFSET ?` },
+      join: { from, id: 'm.id' },
+      args
+    },
+    probe: { sql: `${set} LIMIT 1`, args }
   }
 }
 
