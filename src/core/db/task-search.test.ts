@@ -260,7 +260,8 @@ describe('TaskSearch', () => {
     type T = (typeof tasks)[number]
     const cmp = { id: (a: T, b: T) => a.id - b.id, score: (a: T, b: T) => ((a.score ?? -1) - (b.score ?? -1)) || a.id - b.id, added: (a: T, b: T) => a.added.localeCompare(b.added) || a.id - b.id }
     for (const [q, match] of [['domain:dense.example', (t: T) => t.dense], ['domain:sparse.example', (t: T) => t.sparse], ['half-', (t: T) => t.half],
-      ['tag:t1', (t: T) => t.tag], ['machine:VMA', (t: T) => t.machine], ['', () => true]] as const) {
+      ['tag:t1', (t: T) => t.tag], ['machine:VMA', (t: T) => t.machine], ['domain:dense.example tag:t1', (t: T) => t.dense && t.tag],
+      ['half- machine:vma domain:dense.example', (t: T) => t.half && t.machine && t.dense], ['', () => true]] as const) {
       for (const sort of ['id', 'score', 'added'] as const) {
         for (const order of ['asc', 'desc'] as const) {
           for (const [statuses, categories] of [[undefined, undefined], [['reported'], undefined], [undefined, ['file', 'archive']]] as const) {

@@ -43,18 +43,19 @@ interface Clause {
   sql: string
   args: unknown[]
   /**
-   * The clause is exactly one index's set of tasks (one term of task_terms, or a trigram match of
-   * task_names), which holds only existing tasks: alone, its count and its pages in id order are
-   * read from that index without touching the tasks.
+   * The clause is a set of task ids read from an index (one term of task_terms, a trigram match of
+   * task_names, a machine's tasks): several such terms intersect as one set, and a query of sets
+   * is counted and paged from them, joined to the tasks only for filters and sorting.
    */
   only?: {
-    count: string
-    page: Record<'asc' | 'desc', string>
+    /** `SELECT … AS id FROM …`: the set (ids of existing tasks only, except a machine's: see withMachine). */
+    set: string
+    args: unknown[]
+    /** Alone and unfiltered, its count and pages in id order from its own index. */
+    count?: string
+    page?: Record<'asc' | 'desc', string>
     /** Sorted otherwise: a walk of the sort's index that looks each task up in the set (for a dense set). */
     walk?: Record<'score' | 'added', Record<'asc' | 'desc', string>>
-    /** The set joined to the tasks' narrow index, for filters: `FROM … WHERE <the set>`, and its id column. */
-    join: { from: string; id: string }
-    args: unknown[]
   }
   /** A cheap look (an index, LIMIT 1) at whether any task matches: plain text drops what does not. */
   probe?: { sql: string; args: unknown[] }
@@ -76,8 +77,8 @@ const IN_TERM = 'EXISTS (SELECT 1 FROM task_terms x WHERE x.term = ? AND x.kind 
 const walk = (index: string, sort: 'score' | 'added', order: 'asc' | 'desc'): string =>
   `SELECT t.id FROM tasks t INDEXED BY ${index} WHERE ${IN_TERM} ORDER BY ${ORDER[sort][order]} LIMIT ? OFFSET ?`
 const TERM_SET = {
+  set: `SELECT task_id AS id ${ONE_TERM}`,
   count: `SELECT count(*) ${ONE_TERM}`,
-  join: { from: 'FROM task_terms x JOIN tasks t INDEXED BY tasks_search ON t.id = x.task_id WHERE x.term = ? AND x.kind = ?', id: 'x.task_id' },
   page: { asc: `SELECT task_id ${ONE_TERM} ORDER BY task_id ASC LIMIT ? OFFSET ?`, desc: `SELECT task_id ${ONE_TERM} ORDER BY task_id DESC LIMIT ? OFFSET ?` },
   walk: {
     score: { asc: walk('tasks_score', 'score', 'asc'), desc: walk('tasks_score', 'score', 'desc') },
@@ -88,8 +89,8 @@ const TERM_SET = {
 const WALK_LIMIT = 5000
 const NAME_MATCH = 'FROM task_names WHERE task_names MATCH ?'
 const NAME_SET = {
+  set: `SELECT rowid AS id ${NAME_MATCH}`,
   count: `SELECT count(*) ${NAME_MATCH}`,
-  join: { from: 'FROM task_names n JOIN tasks t INDEXED BY tasks_search ON t.id = n.rowid WHERE task_names MATCH ?', id: 'n.rowid' },
   page: { asc: `SELECT rowid ${NAME_MATCH} ORDER BY rowid ASC LIMIT ? OFFSET ?`, desc: `SELECT rowid ${NAME_MATCH} ORDER BY rowid DESC LIMIT ? OFFSET ?` }
 }
 
@@ -140,24 +141,13 @@ function withName(text: string): Clause {
 /** One of the task's tags is `tag` (ASCII letters in any case, as SQL's lower() folds them in the index). */
 const withTag = (tag: string): Clause => withTerm('tag', tag.replace(/[A-Z]+/g, (c) => c.toLowerCase()))
 
-/** Asked for that machine, or ran on it (its name or label), in any case (ASCII). A small set: paged from itself. */
+/** Asked for that machine, or ran on it (its name or label), in any case (ASCII). */
 function withMachine(name: string): Clause {
+  // A guest row can outlive its task on a connection without foreign keys: no count from the set alone.
   const set = 'SELECT id FROM tasks WHERE machine = ? COLLATE NOCASE UNION SELECT task_id FROM guests WHERE name = ? COLLATE NOCASE ' +
     'UNION SELECT task_id FROM guests WHERE label = ? COLLATE NOCASE'
   const args = [name, name, name]
-  // Joined to the tasks, also when counting: a guest row can outlive its task on a connection without foreign keys.
-  const from = `FROM (${set}) m JOIN tasks t INDEXED BY tasks_search ON t.id = m.id WHERE 1`
-  return {
-    sql: `t.id IN (${set})`,
-    args,
-    only: {
-      count: `SELECT count(*) ${from}`,
-      page: { asc: `SELECT m.id ${from} ORDER BY m.id ASC LIMIT ? OFFSET ?`, desc: `SELECT m.id ${from} ORDER BY m.id DESC LIMIT ? OFFSET ?` },
-      join: { from, id: 'm.id' },
-      args
-    },
-    probe: { sql: `${set} LIMIT 1`, args }
-  }
+  return { sql: `t.id IN (${set})`, args, only: { set, args }, probe: { sql: `${set} LIMIT 1`, args } }
 }
 
 const withId = (id: number): Clause => ({ sql: 't.id = ?', args: [id], probe: { sql: 'SELECT 1 FROM tasks WHERE id = ?', args: [id] } })
@@ -236,7 +226,12 @@ export class TaskSearch {
     const filters: Clause[] = []
     if (query.statuses?.length) filters.push({ sql: `t.status IN (${placeholders(query.statuses.length)})`, args: [...query.statuses] })
     if (query.categories?.length) filters.push({ sql: `t.category IN (${placeholders(query.categories.length)})`, args: [...query.categories] })
-    const only = terms.length === 1 ? terms[0]!.only : undefined
+    // One set, or several intersected (every term a set: domain:x sig:y).
+    const only = terms.length === 1 ? terms[0]!.only
+      : terms.length > 1 && terms.every((c) => c.only)
+        // Each set in its own subquery: compound operators bind left to right, and a set may be a UNION.
+        ? { set: terms.map((c) => `SELECT id FROM (${c.only!.set})`).join(' INTERSECT '), args: terms.flatMap((c) => c.only!.args) }
+        : undefined
     if (only) {
       const page = this.onlyPage(only, filters, sort, query)
       if (page) return page
@@ -272,18 +267,19 @@ export class TaskSearch {
    * dense. Undefined when the general plan does better (a sparse set sorted otherwise than by id).
    */
   private onlyPage(only: NonNullable<Clause['only']>, filters: Clause[], sort: SearchSort, query: SearchQuery): SearchPage | undefined {
+    if (sort !== 'id' && !only.walk) return undefined
     const fsql = filters.map((c) => ` AND ${c.sql}`).join('')
     const fargs = filters.flatMap((c) => c.args)
-    if (sort !== 'id' && !only.walk) return undefined
-    const total = (filters.length === 0
-      ? this.statement(only.count).pluck().get(...only.args)
-      : this.statement(`SELECT count(*) ${only.join.from}${fsql}`).pluck().get(...only.args, ...fargs)) as number
+    const joined = `FROM (${only.set}) m JOIN tasks t INDEXED BY tasks_search ON t.id = m.id WHERE 1${fsql}`
+    const alone = filters.length === 0 && only.count !== undefined
+    const total = (alone ? this.statement(only.count!).pluck().get(...only.args)
+      : this.statement(`SELECT count(*) ${joined}`).pluck().get(...only.args, ...fargs)) as number
     if (query.limit === 0 || total <= query.offset) return { ids: [], total }
     const page = (sql: string, args: unknown[]): SearchPage =>
       ({ ids: this.statement(sql).pluck().all(...args, query.limit, query.offset) as number[], total })
     if (sort === 'id') {
-      return filters.length === 0 ? page(only.page[query.order], only.args)
-        : page(`SELECT ${only.join.id} ${only.join.from}${fsql} ORDER BY ${only.join.id} ${query.order.toUpperCase()} LIMIT ? OFFSET ?`, [...only.args, ...fargs])
+      return alone && only.page ? page(only.page[query.order], only.args)
+        : page(`SELECT m.id ${joined} ORDER BY m.id ${query.order.toUpperCase()} LIMIT ? OFFSET ?`, [...only.args, ...fargs])
     }
     // Sorted by score or time: when the matches are dense, walking the sort's index finds the page
     // after looking up (offset + limit) / density tasks.
