@@ -156,6 +156,19 @@ describe('the UI at 1024×700', () => {
     expect(icons.filter((i) => i.status !== 200)).toEqual([])
     await page.close()
   }, 60_000)
+
+  it('shows a task\'s target as its file name on one line, even in a narrow window', async () => {
+    page = await browser.newPage({ viewport: { width: 640, height: 700 } })
+    await open(`/tasks/${pending}`, (p) => p.getByRole('rowheader', { name: 'Target' }).waitFor({ timeout: 15_000 }))
+    const cell = page.getByRole('rowheader', { name: 'Target' }).locator('xpath=following-sibling::td')
+    expect(await cell.textContent()).toBe('nomachine.sh')
+    const lines = await cell.evaluate((td) => {
+      const el = td as unknown as { getBoundingClientRect(): { height: number }; ownerDocument: { defaultView: { getComputedStyle(e: unknown): { lineHeight: string } } } }
+      return el.getBoundingClientRect().height / parseFloat(el.ownerDocument.defaultView.getComputedStyle(td).lineHeight)
+    })
+    expect(lines).toBeLessThan(1.6)
+    await page.close()
+  }, 60_000)
 })
 
 describe('accessibility (axe-core)', () => {
