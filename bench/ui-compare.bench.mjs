@@ -16,7 +16,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { chromium } from 'playwright-core'
-import { args, cleanup, numArg, own, stopChild, tempDir, track } from './cleanup.mjs'
+import { args, cleanup, numArg, own, quick, stopChild, tempDir, track } from './cleanup.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const PROCESSES = numArg('--processes', 100_000, 2_000)
@@ -85,7 +85,8 @@ async function load(browser, url, noWorker) {
   page.on('pageerror', (err) => log(`page error: ${err.message}`))
   await page.addInitScript(INSTRUMENT, noWorker)
   await page.goto(url)
-  await page.getByTestId('score-compare').waitFor({ timeout: 300_000 })
+  // At the quick size a page that has not drawn in a minute will not (the pass's own limit is longer).
+  await page.getByTestId('score-compare').waitFor({ timeout: quick ? 60_000 : 300_000 })
   const paintedMs = await page.evaluate(() => new Promise((r) => window.requestAnimationFrame(() => r(performance.now()))))
   const tasks = await page.evaluate(() => window.__bench.longTasks.splice(0))
   return { page, paintedMs, tasks }
