@@ -2,13 +2,17 @@
 // query language of shared/search-query.ts, sorted by id, time added or score, paged, with the
 // total count. Answered by SQL alone, from indexes kept at write time:
 //   - task_terms (term, kind, task_id): a report's domains (with their parents), IPs, URLs,
-//     signature names (with their starts) and dropped files' hashes, written by processing; every
-//     kind is one exact lookup, so a term costs at most one row per task however the run repeated it;
+//     signature names (with their starts) and dropped files' hashes, written by processing, and
+//     the task's tags, written by SQL triggers at insert; every kind is one exact lookup, so a term
+//     costs at most one row per task however the run repeated it;
 //   - task_names: the file name or URL of each task in an FTS5 trigram index (substring, any case),
 //     kept by SQL triggers on tasks; names of one or two characters are matched by GLOB over it;
-//   - the tasks table's own indexes: id, status, added_on, score, sample_id, and the samples' hashes.
-// Nothing is cached in JS and nothing calls back from SQL into JS: a task written by any connection
-// is found by the next query. Measured at 100,000 tasks with ~50 terms each: bench/search.bench.mjs.
+//   - the tasks' own indexes: tasks_search (a narrow copy of what searches filter and sort on),
+//     tasks_score, tasks_added, tasks_machine, the guests' names, the samples' hashes.
+// A query whose terms are index sets (the usual case) is counted and paged from them; the rest
+// goes through one general plan over tasks_search. Nothing is cached in JS and nothing calls back
+// from SQL into JS: a task written by any connection is found by the next query. Measured at
+// 100,000 tasks with ~50 terms each: bench/search.bench.mjs, docs/benchmarks.md.
 import type { Statement } from 'better-sqlite3'
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
