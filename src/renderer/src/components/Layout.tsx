@@ -5,7 +5,7 @@ import { NavLink, Outlet, useLocation, useNavigate } from 'react-router'
 import { applyTheme, useUi, type Theme } from '../state/ui'
 import { useIsLive, useLiveEvents } from '../api/live'
 import type { ConnectionId } from '../api/http'
-import { ConnectionPicker, useCurrentConnection } from './ConnectionPicker'
+import { ConnectionPicker, useConnections, useCurrentConnection } from './ConnectionPicker'
 import { ANALYSIS_ONLY, dispatcherPage } from '../connections/dispatcher-pages'
 import { SignInOverlay, SignOutButton } from '../auth/SignIn'
 import { useAuth } from '../auth/session'
@@ -27,6 +27,9 @@ export function Layout(): JSX.Element {
   const navigate = useNavigate()
   const { pathname } = useLocation()
   const current = useCurrentConnection()
+  // Until the saved connections are known, a saved one's kind is not: no page asks it anything yet.
+  const connectionsPending = useConnections().isPending
+  const kindPending = connection !== null && connectionsPending
   // A dispatcher has no task list, status or machines of an analysis server: those pages are
   // disabled with the reason, and its tasks open to what it knows of them (dispatcher-pages.tsx).
   const dispatcher = current?.kind === 'dispatcher' && current.id !== null ? { id: current.id, name: current.name } : null
@@ -89,7 +92,9 @@ export function Layout(): JSX.Element {
         </div>
       </nav>
       <main className="min-w-0 flex-1 p-6">
-        {(dispatcher && dispatcherPage(pathname, dispatcher)) ?? <Outlet />}
+        {kindPending
+          ? <p role="status" className="text-sm text-zinc-600 dark:text-zinc-400">Loading the connection…</p>
+          : (dispatcher && dispatcherPage(pathname, dispatcher)) ?? <Outlet />}
       </main>
       <SignInOverlay />
     </div>
