@@ -30,6 +30,8 @@ interface Side {
   serverName: string
   /** The connection is not (or no longer) saved on this service. */
   unknownServer: boolean
+  /** The connection is a dispatcher: it holds no reports. */
+  dispatcher: boolean
   task: Partial<Task> | undefined
   taskError: Error | null
   facts: FactsAnswer | undefined
@@ -42,10 +44,12 @@ function useSide(ref: TaskRef | null, wantsFile: boolean, file: File | null): Si
   const id = ref?.id ?? 0
   const saved = connection === null ? null : (connections.data ?? []).find((c) => c.id === connection)
   const unknownServer = connection !== null && connections.isSuccess && saved === undefined
+  const dispatcher = saved?.kind === 'dispatcher'
   const task = useQuery({
     queryKey: ['compare', connection, id, 'task'],
     queryFn: ({ signal }) => fetchJson<{ task: Partial<Task> }>(connection, `/tasks/view/${id}`, {}, signal),
-    enabled: ref !== null && !unknownServer,
+    // A remote side waits for the saved connections: a dispatcher or a removed one is not asked.
+    enabled: ref !== null && !wantsFile && (connection === null || (connections.isSuccess && !unknownServer && !dispatcher)),
     // A side still running is followed until it is reported (or fails).
     refetchInterval: (q) => (SETTLED.has(String(q.state.data?.task.status)) ? false : 5000),
     retry: false
@@ -67,6 +71,7 @@ function useSide(ref: TaskRef | null, wantsFile: boolean, file: File | null): Si
     file,
     serverName: connection === null ? 'This computer' : saved?.name ?? `connection ${connection}`,
     unknownServer,
+    dispatcher,
     task: task.data?.task,
     taskError: task.error,
     facts: facts.data,
@@ -93,6 +98,7 @@ function SideCard({ name, side, picking, onChange }: { name: 'A' | 'B'; side: Si
     )
   } else if (ref === null) body = <p className="text-zinc-700 dark:text-zinc-300">Pick a task below.</p>
   else if (side.unknownServer) body = <p role="alert" className="text-red-700 dark:text-red-400">Connection {ref.connection} is not saved on this computer (removed?): pick another task.</p>
+  else if (side.dispatcher) body = <p role="alert" className="text-red-700 dark:text-red-400"><SafeText value={side.serverName} /> is a dispatcher: it keeps no reports to compare. Pick the task on the node that ran it.</p>
   else if (side.taskError) body = <p role="alert" className="text-red-700 dark:text-red-400">Task {ref.id}: <SafeText value={side.taskError.message} /></p>
   else if (task === undefined) body = <p role="status" className="text-zinc-600 dark:text-zinc-400">Loading task {ref.id}…</p>
   else {
