@@ -37,15 +37,16 @@ const freePort = () => Number(execFileSync(process.execPath, ['-e',
 async function startAviary(dataDir) {
   const port = freePort()
   const child = track(spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
-    { stdio: ['ignore', 'ignore', 'inherit'] }))
+    { stdio: ['ignore', 'ignore', 'inherit'] }), { graceMs: 20_000, label: 'stop aviary serve' })
   const base = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; ; i++) {
     try {
       if ((await fetch(`${base}/cuckoo/status`)).ok) break
     } catch { /* not yet */ }
+    if (i >= 600 || child.exitCode !== null) throw new Error('aviary serve did not answer')
     await new Promise((r) => setTimeout(r, 100))
   }
-  return { base, stop: () => stopChild(child) }
+  return { base, stop: () => stopChild(child, { graceMs: 20_000 }) }
 }
 
 // A fixed pseudo-random sequence: the same data every run.
