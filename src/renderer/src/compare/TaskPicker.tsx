@@ -42,13 +42,16 @@ export function TaskPicker({ initialConnection, exclude, onPick, onFile, label }
   const ids = useId()
   const connections = useConnections()
   const servers = (connections.data ?? []).filter((c) => c.kind !== 'dispatcher')
-  const [connection, setConnection] = useState<ConnectionId>(initialConnection)
+  const [picked, setConnection] = useState<ConnectionId>(initialConnection)
+  // A connection that is not a saved analysis server (a dispatcher, one since removed): this computer.
+  const connection = picked !== null && connections.isSuccess && !servers.some((c) => c.id === picked) ? null : picked
   const [typed, setTyped] = useState('')
   const [q, setQ] = useState('')
   const search = useDebounced(q.trim(), 250)
   const latest = useQuery({
     queryKey: ['compare', 'pick', connection, search],
     queryFn: ({ signal }) => reportedTasks(connection, search, signal),
+    enabled: connection === null || connections.isSuccess,
     retry: false
   })
   const idValid = /^\d{1,15}$/.test(typed.trim())
