@@ -100,9 +100,10 @@ export function TaskPicker({ initialConnection, exclude, onPick, onFile, label }
         <ul aria-label="Reported tasks" className="max-h-64 overflow-auto rounded border border-zinc-200 dark:border-zinc-800">
           {tasks.map((t) => (
             <li key={t.id} className="border-b border-zinc-100 last:border-b-0 dark:border-zinc-900">
-              <button type="button" onClick={() => onPick({ connection, id: t.id })} aria-label={`Compare with task ${t.id}`}
+              {/* The name is what the row shows, after a prefix only screen readers read (axe's label-content-name-mismatch). */}
+              <button type="button" onClick={() => onPick({ connection, id: t.id })}
                 className="flex w-full items-baseline gap-3 px-2 py-1 text-left hover:bg-zinc-50 focus-visible:outline-2 focus-visible:outline-sky-500 dark:hover:bg-zinc-900">
-                <span className="w-14 shrink-0 tabular-nums">{t.id}</span>
+                <span className="w-14 shrink-0 tabular-nums"><span className="sr-only">Compare with task </span>{t.id}</span>
                 <span className="min-w-0 flex-1 truncate font-mono text-xs"><SafeText value={targetName(t)} /></span>
                 {'score' in t && <ScoreBadge score={t.score} />}
                 <span className="shrink-0 text-xs text-zinc-600 dark:text-zinc-400"><When value={t.added_on} /></span>
