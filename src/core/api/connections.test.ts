@@ -211,6 +211,32 @@ describe('the proxy', () => {
     expect(listeners()).toBe(before)
   })
 
+  it('closes the remote exchange when the page gives up before the remote has answered', async () => {
+    // A remote that accepts the request and never answers: the page aborts after 200 ms.
+    let opened = 0
+    let closed = 0
+    const slow = await server((req, res) => {
+      if (req.url === '/cuckoo/status') { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify({ version: '2.0.7', hostname: 'slow' })); return }
+      opened++
+      req.socket.once('close', () => closed++)
+    })
+    try {
+      const c = await save('slow lab', slow.url)
+      const ctl = new AbortController()
+      const pending = fetch(`${local.url}/aviary/connections/${c.id}/proxy/tasks/list`, { signal: ctl.signal }).catch(() => 'aborted')
+      const until = Date.now() + 5000
+      while (opened === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+      expect(opened).toBe(1)
+      ctl.abort()
+      expect(await pending).toBe('aborted')
+      // Before the fix the remote exchange stayed open until the 120 s idle timeout.
+      while (closed === 0 && Date.now() < until + 5000) await new Promise((r) => setTimeout(r, 20))
+      expect(closed).toBe(1)
+    } finally {
+      await slow.close()
+    }
+  })
+
   it('answers 404 for an unknown connection and 502 naming the connection when the remote is down', async () => {
     expect((await fetch(`${local.url}/aviary/connections/4242/proxy/tasks/list`)).status).toBe(404)
     const doomed = await startHarness()

@@ -30,6 +30,8 @@ export interface ProxyRequest {
   /** The request body, or null when there is none. */
   body: Readable | null
   token: string | null
+  /** Aborted when the page goes away before the remote has answered: the remote request is closed. */
+  signal?: AbortSignal
 }
 
 export interface ProxyExchange {
@@ -71,7 +73,7 @@ export function forward(target: URL, r: ProxyRequest): Promise<ProxyExchange> {
   if (r.token) headers.authorization = `Bearer ${r.token}`
   const client = target.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
-    const req = client.request(target, { method: r.method, headers, timeout: IDLE_TIMEOUT_MS })
+    const req = client.request(target, { method: r.method, headers, timeout: IDLE_TIMEOUT_MS, ...(r.signal ? { signal: r.signal } : {}) })
     const abort = () => {
       r.body?.unpipe(req)
       req.destroy()

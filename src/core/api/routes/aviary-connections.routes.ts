@@ -93,10 +93,17 @@ async function proxyHandler(ctx: ApiContext, request: FastifyRequest, reply: Fas
   // The raw URL, not the decoded wildcard: path and query go on exactly as the page encoded them.
   const tail = (request.raw.url ?? '').replace(PROXY_PREFIX, '') || '/'
   const body = request.body instanceof Readable ? request.body : null
+  // The page may go away before the remote answers (a cancelled request, a closed tab): the remote
+  // request goes too, instead of holding a connection, and the service's stop, for the idle timeout.
+  const gone = new AbortController()
+  const onClose = (): void => gone.abort()
+  reply.raw.once('close', onClose)
   let exchange: ProxyExchange
   try {
-    exchange = await forward(remoteUrl(conn.url, tail), { method: request.method, headers: request.headers, body, token: conn.token })
+    exchange = await forward(remoteUrl(conn.url, tail), { method: request.method, headers: request.headers, body, token: conn.token, signal: gone.signal })
   } catch (err) {
+    if (gone.signal.aborted) return reply
+
     // Not the page's fault: the remote is down or unreachable, hence 502 rather than 400.
     return reply.code(502).type('application/json').send({
       message: `Connection "${conn.name}" (${conn.url}): the remote server cannot be reached (${unreachableReason(err)})`,
@@ -104,6 +111,7 @@ async function proxyHandler(ctx: ApiContext, request: FastifyRequest, reply: Fas
     })
   }
   const res = exchange.response
+  reply.raw.off('close', onClose)
   // The page went away (a closed event stream, a cancelled download): close the remote side too.
   reply.raw.once('close', () => { if (!res.complete) exchange.abort() })
   reply.code(res.statusCode ?? 502).headers(responseHeaders(res))
