@@ -4,7 +4,7 @@
 // `notes` (from the PT_NOTE segments: owner, size, what the note says, its type), in the words
 // pyelftools and readelf use. Read with the bounds-checked reader of elf.ts; a crafted file can
 // declare millions of entries, so each list is capped (the report says how many there were).
-import type { ElfReader, ElfSection } from './elf.js'
+import type { ElfReader, ElfSection } from './elf-reader.js'
 import { Closed, Hex, Type, type Static } from '../schema.js'
 
 export const MAX_SYMBOLS = 4096

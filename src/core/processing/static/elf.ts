@@ -7,8 +7,9 @@
 
 import { Closed, Hex, Type, type Static } from '../schema.js'
 import { ElfNoteSchema, ElfRelocationsSchema, ElfSymbolSchema, notes, relocations, symbolTables } from './elf-tables.js'
+import { ElfFormatError, ElfReader, type ElfSection } from './elf-reader.js'
 
-export class ElfFormatError extends Error {}
+export { ElfFormatError }
 
 export const ElfSchema = Closed({
   file_header: Closed({
@@ -61,33 +62,10 @@ const STRING_TAGS: Record<number, string> = { 1: 'Shared library', 14: 'Library 
 
 const MAX_ENTRIES = 65536
 
-export class ElfReader {
-  constructor (readonly b: Buffer, readonly le: boolean, readonly is64: boolean, readonly machine: number) {}
-  private check (off: number, n: number): void {
-    if (off < 0 || off + n > this.b.length) throw new ElfFormatError(`offset 0x${off.toString(16)} (+${n}) is outside the file`)
-  }
-  u8 (o: number): number { this.check(o, 1); return this.b.readUInt8(o) }
-  u16 (o: number): number { this.check(o, 2); return this.le ? this.b.readUInt16LE(o) : this.b.readUInt16BE(o) }
-  u32 (o: number): number { this.check(o, 4); return this.le ? this.b.readUInt32LE(o) : this.b.readUInt32BE(o) }
-  u64 (o: number): bigint { this.check(o, 8); return this.le ? this.b.readBigUInt64LE(o) : this.b.readBigUInt64BE(o) }
-  /** An address-sized field (4 or 8 bytes) as a bigint. */
-  addr (o: number): bigint { return this.is64 ? this.u64(o) : BigInt(this.u32(o)) }
-  /** An address-sized field as a number (offsets and sizes, which fit a double in a real file). */
-  num (o: number): number { return Number(this.addr(o)) }
-  bytes (o: number, n: number): Buffer { this.check(o, n); return this.b.subarray(o, o + n) }
-  cstr (o: number, max = 4096): string {
-    if (o < 0 || o >= this.b.length) return ''
-    const window = this.b.subarray(o, Math.min(o + max, this.b.length))
-    const end = window.indexOf(0)
-    return window.subarray(0, end < 0 ? window.length : end).toString('latin1')
-  }
-}
-
 function flags (f: number): string {
   return `${f & 4 ? 'R' : ' '}${f & 2 ? 'W' : ' '}${f & 1 ? 'E' : ' '}`.trim()
 }
 
-export interface ElfSection { name: string; type: number; addr: bigint; offset: number; size: number; link: number; entsize: number }
 
 /** `static.elf`. Throws ElfFormatError only when the ELF header itself is missing or cut. */
 export function analyzeElf (buf: Buffer): ElfStatic {
