@@ -4,6 +4,9 @@ import { openAsBlob } from 'node:fs'
 import { readdir, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { AnalysisClient, ApiClientError, type Fields } from '../shared/api/client'
+import { printable } from '../shared/api/request-errors'
+
+const shown = (s: string): string => printable(s, 4096)
 
 interface SubmitOptions {
   url?: boolean
@@ -46,8 +49,9 @@ export async function runSubmit(targets: string[], o: SubmitOptions): Promise<nu
   const report = (r: Outcome) => {
     outcomes.push(r)
     if (o.json) return
-    if (r.task_id !== undefined) process.stdout.write(`Success: ${o.url || !isPathLike(r.target) ? 'URL' : 'File'} "${r.target}" added as task with ID #${r.task_id}\n`)
-    else process.stderr.write(`Error: "${r.target}": ${r.error}\n`)
+    // A sample's file name, or a server's message, never writes control or bidi characters to the terminal.
+    if (r.task_id !== undefined) process.stdout.write(`Success: ${o.url || !isPathLike(r.target) ? 'URL' : 'File'} "${shown(r.target)}" added as task with ID #${r.task_id}\n`)
+    else process.stderr.write(`Error: "${shown(r.target)}": ${shown(r.error ?? '')}\n`)
   }
   for (const target of targets) {
     try {

@@ -6,7 +6,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from '../../test/service-harness'
 import { downloadTo, safeFileName, serviceUrl } from './downloads'
-import { watchFinishedTasks, type TaskNotice } from './task-notifications'
+import { visible, watchFinishedTasks, type TaskNotice } from './task-notifications'
 
 let h: Harness
 let dir: string
@@ -31,6 +31,8 @@ describe('saveDownload helpers', () => {
   it('makes suggested names safe', () => {
     expect(safeFileName('../../etc/passwd')).toBe('_.._etc_passwd')
     expect(safeFileName('invoice\u202Egpj.exe')).toBe('invoice_gpj.exe')
+    expect(safeFileName('in\u200Bvoice\u2066.pdf\u{E0020}.exe')).toBe('in_voice_.pdf_.exe')
+    expect(safeFileName('a'.repeat(199) + '\u{1F426}')).toBe('a'.repeat(199))
     expect(safeFileName('.bashrc')).toBe('bashrc')
     expect(safeFileName('')).toBe('download')
     expect(safeFileName(undefined)).toBe('download')
@@ -51,6 +53,11 @@ describe('saveDownload helpers', () => {
 })
 
 describe('finished-task notices', () => {
+  it('writes every invisible character of a notice as its code point (zero-width and tag characters too)', () => {
+    expect(visible('in\u200Bvoice\u202E\u{E0041}x')).toBe('in<U+200B>voice<U+202E><U+E0041>x')
+    expect(visible('plain name.exe')).toBe('plain name.exe')
+  })
+
   it('notices a task once when it is reported or fails, with hidden characters made visible', async () => {
     const bus = h.service.events!
     const notices: TaskNotice[] = []

@@ -6,16 +6,18 @@ import { createWriteStream } from 'node:fs'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
+import { replaceInvisible } from '../shared/invisible'
 
-// Control and bidi characters: `invoice\u202Egpj.exe` must not land on disk looking like a .jpg.
-// eslint-disable-next-line no-control-regex
-const UNSAFE_IN_NAME = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069/\\:*?"<>|]/g
+// The invisible set (src/shared/invisible.ts) becomes `_`: `invoice\u202Egpj.exe` must not land on
+// disk looking like a .jpg. So do the characters Windows refuses in a name, and separators.
+const RESERVED_IN_NAME = /[/\\:*?"<>|]/g
 const MAX_NAME = 200
 
-/** A file name for the save dialog: no directory part, no control/bidi or reserved characters. */
+/** A file name for the save dialog: no directory part, no invisible or reserved characters. */
 export function safeFileName(name: unknown): string {
   if (typeof name !== 'string') return 'download'
-  const cleaned = name.replace(UNSAFE_IN_NAME, '_').replace(/^[.\s]+/, '').trim().slice(0, MAX_NAME)
+  const cleaned = replaceInvisible(name, () => '_').replace(RESERVED_IN_NAME, '_').replace(/^[.\s]+/, '').trim().slice(0, MAX_NAME)
+    .replace(/[\ud800-\udbff]$/, '') // the cut may halve a pair
   return cleaned || 'download'
 }
 

@@ -1,5 +1,6 @@
 // Which task changes deserve a desktop notification: a task that reaches `reported` or fails.
 // Plain Node (no Electron): it listens to the core's event bus and hands notices to a callback.
+import { codePointLabel, replaceInvisible } from '../shared/invisible'
 
 const FINISHED = new Set(['reported', 'failed_analysis', 'failed_processing', 'failed_reporting'])
 
@@ -56,9 +57,7 @@ function noticeOf(id: number, status: string, task: { target?: unknown; category
   }
 }
 
-/** Control and bidi characters shown as <U+202E>, never applied (a notification is plain text,
- *  but an override would still reorder what the analyst reads). */
-// eslint-disable-next-line no-control-regex
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
-export const visible = (s: string): string =>
-  s.replace(INVISIBLE, (c) => `<U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}>`)
+/** The invisible set (src/shared/invisible.ts: controls, bidi, zero-width and other format characters)
+ *  shown as <U+202E>, never applied (a notification is plain text, but an override would still
+ *  reorder what the analyst reads). */
+export const visible = (s: string): string => replaceInvisible(s, (cp) => `<${codePointLabel(cp)}>`)

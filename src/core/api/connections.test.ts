@@ -61,6 +61,7 @@ describe('saved connections', () => {
       [{ name: 'x', url: 'http://u:p@127.0.0.1:1' }, /^url: must not contain credentials/],
       [{ name: 'x', url: remote.url, token: 'has space' }, /^token: visible ASCII/],
       [{ name: 'evil\u202Egpj', url: remote.url }, /^name: control and bidi/],
+      [{ name: 'ev\u200Bil', url: remote.url }, /^name: control and bidi characters, and other invisible ones/],
       [{ name: 'x', url: remote.url }, /^token: the server refused it: GET \/cuckoo\/status answered HTTP 401/],
       [{ name: 'x', url: remote.url, token: 'wrong' }, /^token: the server refused it/],
       [{ name: 'x', url: await deadUrl() }, /^url: no answer from http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/]

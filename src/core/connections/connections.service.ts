@@ -4,6 +4,7 @@
 import { badRequest, notFound } from '../errors'
 import type { ConnectionKind, ConnectionRow, ConnectionsRepository } from './connections.repository'
 import { probeConnection } from './probe'
+import { hasInvisible } from '../../shared/invisible'
 
 export interface ConnectionView {
   id: number
@@ -76,15 +77,12 @@ const toView = (r: ConnectionRow): ConnectionView => ({
   id: r.id, name: r.name, url: r.url, kind: r.kind, has_token: r.token !== null, created_on: r.created_on
 })
 
-// Control characters (bidi overrides included) would make a name lie about itself in the UI.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/
-
 function parseName(v: unknown): string {
   if (typeof v !== 'string' || v.trim() === '') throw badRequest('name', 'required; a name for the connection')
   const name = v.trim()
   if (name.length > MAX_NAME) throw badRequest('name', `at most ${MAX_NAME} characters`)
-  if (CONTROL.test(name)) throw badRequest('name', 'control and bidi characters are not allowed')
+  // An invisible character (a bidi override, a zero-width space) would make a name lie about itself in the UI.
+  if (hasInvisible(name)) throw badRequest('name', 'control and bidi characters, and other invisible ones, are not allowed')
   return name
 }
 

@@ -8,6 +8,7 @@
 import type { Socket } from 'node:net'
 import { MAX_NETLOG_LINE } from '../../guest-protocol/netlog'
 import { isRunId, RUN_LINE_WORD } from '../../guest-protocol/run-identity'
+import { replaceInvisible } from '../../shared/invisible'
 
 /** Cuckoo's MAX_NETLOG_LINE: a header line longer than this (without its '\n') is refused. */
 export const MAX_HEADER_LINE = MAX_NETLOG_LINE
@@ -34,7 +35,9 @@ function nextLine(buf: Buffer, from: number): { line: Buffer; next: number } | n
   return { line: buf.subarray(from, nl), next: nl + 1 }
 }
 
-const printable = (b: Buffer): string => JSON.stringify(b.subarray(0, 64).toString('latin1'))
+/** A guest's bytes quoted for a message: JSON escapes C0; the rest of the invisible set (C1, soft hyphen) is escaped too. */
+const printable = (b: Buffer): string =>
+  replaceInvisible(JSON.stringify(b.subarray(0, 64).toString('latin1')), (cp) => `\\u${cp.toString(16).padStart(4, '0')}`)
 
 /** Parses a complete header (and a run line before it) from the start of `buf`; null if more bytes are needed. Throws HeaderError. */
 export function parseHeader(buf: Buffer): Parsed | null {

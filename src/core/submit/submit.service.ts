@@ -4,6 +4,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { ApiError, badRequest } from '../errors'
 import { ErrorCodes } from '../../shared/errors'
+import { printable as quotable } from '../../shared/api/request-errors'
 import type { TasksRepository, NewTask } from '../db/tasks.repository'
 import type { SubmitsRepository } from '../db/submits.repository'
 import type { SamplesRepository, HashKind } from '../db/samples.repository'
@@ -144,8 +145,5 @@ function notes(p: TaskParams): string[] {
     : []
 }
 
-/** A client string made safe to quote in a message (short, no control characters). */
-function printable(s: string): string {
-  const clean = s.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?') // eslint-disable-line no-control-regex
-  return clean.length > 200 ? `${clean.slice(0, 200)}…` : clean
-}
+/** A client string made safe to quote in a message: short, no invisible characters. */
+const printable = (s: string): string => quotable(s, 200)

@@ -2,6 +2,7 @@
 // readable handed to the consumer. Nothing here touches the file system.
 import { Readable } from 'node:stream'
 import { formatBytes } from '../storage/ingest'
+import { replaceInvisible } from '../../shared/invisible'
 
 export type ArchiveFormat = 'zip' | 'tar' | 'tar.gz' | 'tar.bz2'
 
@@ -76,17 +77,17 @@ export interface WalkContext {
   readonly halted: boolean
 }
 
-// eslint-disable-next-line no-control-regex
+// A member name with a control character is refused (safeMemberPath): no file system should get
+// one. Other invisible characters (bidi, zero-width) are kept, as a submitted name keeps them
+// (storage/filenames.ts), and escaped wherever the name is shown (showName).
+// eslint-disable-next-line no-control-regex -- control characters are what is refused
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
-// eslint-disable-next-line no-control-regex
-const SHOWN_ESCAPES = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
 
-/** A name made printable for a message: control and bidi characters become \xNN / \uNNNN. */
+/** A name made printable for a message: the invisible set (src/shared/invisible.ts) becomes \xNN / \uNNNN / \u{NNNNN}. */
 export function showName(name: string): string {
-  return name.replace(SHOWN_ESCAPES, (c) => {
-    const code = c.charCodeAt(0)
-    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`
-  })
+  return replaceInvisible(name, (code) => code < 0x100
+    ? `\\x${code.toString(16).padStart(2, '0')}`
+    : code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`)
 }
 
 /**

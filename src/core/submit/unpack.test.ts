@@ -218,6 +218,7 @@ describe('member names', () => {
       expect(safeMemberPath(bad), bad).toBeNull()
     }
     expect(showName('a\x01b\u202etxt.exe')).toBe('a\\x01b\\u202etxt.exe')
+    expect(showName('a\u200bb\u00adc\u{E0041}.exe')).toBe('a\\u200bb\\xadc\\u{e0041}.exe')
   })
 })
 

@@ -15,6 +15,13 @@ describe('format', () => {
     expect(splitInvisible('vpn\u202Ede')).toEqual([{ text: 'vpn' }, { control: 'RLO', code: 0x202e }, { text: 'de' }])
   })
 
+  it('uses the shared set: soft hyphens, line separators, Hangul fillers and tag characters are named too', () => {
+    expect(splitInvisible('a\u00adb\u2028c\u3164d\u{E0041}')).toEqual([
+      { text: 'a' }, { control: 'U+00AD', code: 0xad }, { text: 'b' }, { control: 'U+2028', code: 0x2028 },
+      { text: 'c' }, { control: 'U+3164', code: 0x3164 }, { text: 'd' }, { control: 'U+E0041', code: 0xe0041 }
+    ])
+  })
+
   it('reads sizes, dates and durations the way people do', () => {
     expect(formatBytes(0)).toBe('0 B')
     expect(formatBytes(1536)).toBe('1.50 KiB')

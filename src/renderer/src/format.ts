@@ -1,40 +1,24 @@
 // Sizes, dates and untrusted names as people read them. Pure functions (tested without a DOM).
 
-/** Characters that change how text is shown rather than being shown: C0/C1 controls, DEL, bidi
- *  embeddings/overrides/isolates and marks, zero-width characters, the BOM. */
-// eslint-disable-next-line no-control-regex
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g
+import { invisibleGlobal, invisibleName } from '../../shared/invisible'
 
-const NAMES: Record<number, string> = {
-  0x09: 'TAB', 0x0a: 'LF', 0x0d: 'CR', 0x00: 'NUL', 0x1b: 'ESC', 0x7f: 'DEL',
-  0x061c: 'ALM', 0x200b: 'ZWSP', 0x200c: 'ZWNJ', 0x200d: 'ZWJ', 0x200e: 'LRM', 0x200f: 'RLM',
-  0x202a: 'LRE', 0x202b: 'RLE', 0x202c: 'PDF', 0x202d: 'LRO', 0x202e: 'RLO',
-  0x2066: 'LRI', 0x2067: 'RLI', 0x2068: 'FSI', 0x2069: 'PDI', 0xfeff: 'BOM'
-}
+export { hasInvisible } from '../../shared/invisible'
 
 export type TextPart = { text: string } | { control: string; code: number }
 
-/** Splits untrusted text into plain runs and named invisible characters (shown, never applied). */
+/** Splits untrusted text into plain runs and named invisible characters (src/shared/invisible.ts), shown, never applied. */
 export function splitInvisible(value: string): TextPart[] {
   const parts: TextPart[] = []
   let last = 0
-  for (const m of value.matchAll(INVISIBLE)) {
+  for (const m of value.matchAll(invisibleGlobal())) {
     const at = m.index
     if (at > last) parts.push({ text: value.slice(last, at) })
     const code = m[0].codePointAt(0) as number
-    parts.push({ control: NAMES[code] ?? `U+${code.toString(16).toUpperCase().padStart(4, '0')}`, code })
+    parts.push({ control: invisibleName(code), code })
     last = at + m[0].length
   }
   if (last < value.length) parts.push({ text: value.slice(last) })
   return parts
-}
-
-// Not INVISIBLE itself: test() on a global regex leaves its lastIndex after the match, and
-// matchAll in splitInvisible starts from there (it would skip the characters before it).
-const ANY_INVISIBLE = new RegExp(INVISIBLE.source)
-
-export function hasInvisible(value: string): boolean {
-  return ANY_INVISIBLE.test(value)
 }
 
 const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']

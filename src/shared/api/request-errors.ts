@@ -1,6 +1,7 @@
 // How the analysis API and the dispatcher word a refused request: the field at fault first, then
 // what it allows (a schema's `x-allowed`, else Ajv's message), and what was sent. Both servers are
 // Fastify; the types here are the few fields they read, so this file needs no Fastify import.
+import { replaceInvisible } from '../invisible'
 
 /** One of Ajv's validation errors, as Fastify hands them to the error handler. */
 export interface AjvError {
@@ -19,11 +20,15 @@ export interface FrameworkError {
   statusCode?: number
 }
 
-/** A value as it can be quoted in a message: control characters replaced, at most 64 characters. */
-export function printable(s: string): string {
-  // eslint-disable-next-line no-control-regex
-  const clean = s.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?')
-  return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean
+/**
+ * A value as it can be quoted in a message (a 400's, a log's, a terminal's): each character of the
+ * invisible set (../invisible.ts: controls, bidi overrides, zero-width characters) becomes `?`, and
+ * it is cut at `max` characters.
+ */
+export function printable(s: string, max = 64): string {
+  const cut = s.length > max
+  const clean = replaceInvisible(cut ? s.slice(0, max) : s, () => '?')
+  return cut ? `${clean}…` : clean
 }
 
 /**

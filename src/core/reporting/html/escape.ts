@@ -1,18 +1,13 @@
 // Everything report.html shows comes from a hostile guest (file names, command lines, DNS names,
 // HTTP headers), so every string goes through `text` before it reaches the page: HTML-escaped, and
-// with every character that could hide or disguise something made visible as ⟨U+XXXX⟩ instead of
-// applied — C0/C1 controls, bidirectional overrides (the "invoice\u202Egpj.exe" trick), zero-width
-// characters, line separators and lone surrogates. Long values are cut with a note of how much.
-
-/** Code points shown as ⟨U+XXXX⟩: controls, bidi controls, invisible formatting, lone surrogates. */
-// eslint-disable-next-line no-control-regex, no-misleading-character-class -- finding these characters is the point
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\ufff9-\ufffb]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+// with every character of the invisible set (src/shared/invisible.ts: controls, bidi overrides as in
+// the "invoice\u202Egpj.exe" trick, zero-width and other format characters, line separators, lone
+// surrogates) made visible as ⟨U+XXXX⟩ instead of applied. Long values are cut with a note of how much.
+import { codePointLabel, replaceInvisible } from '../../../shared/invisible'
 
 const HTML: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
 
-function codePoint(c: string): string {
-  return `⟨U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}⟩`
-}
+const marker = (codePoint: number): string => `⟨${codePointLabel(codePoint)}⟩`
 
 /** Default cut for one value on the page. */
 export const MAX_TEXT = 2000
@@ -31,7 +26,7 @@ export function text(value: unknown, max = MAX_TEXT): string {
     note = ` … (${s.length - max} more characters)`
     s = s.slice(0, max)
   }
-  return s.replace(/[&<>"']/g, (c) => HTML[c] ?? c).replace(INVISIBLE, codePoint) + note
+  return replaceInvisible(s.replace(/[&<>"']/g, (c) => HTML[c] ?? c), marker) + note
 }
 
 /** Bytes in human units (binary), e.g. "1.5 MiB"; the exact count stays in a title. */

@@ -241,6 +241,8 @@ describe('text()', () => {
     expect(text('a\u202Eb\u200Bc\u0085d\uFEFF\u2066')).toBe('a⟨U+202E⟩b⟨U+200B⟩c⟨U+0085⟩d⟨U+FEFF⟩⟨U+2066⟩')
     expect(text('x\ud800y🐦\udc00')).toBe('x⟨U+D800⟩y🐦⟨U+DC00⟩')
     expect(text('é漢字')).toBe('é漢字')
+    // The shared set (src/shared/invisible.ts): tag characters are one marker each, not two halves.
+    expect(text('a\u{E0041}\u{E007F}b\u2064\u180f')).toBe('a⟨U+E0041⟩⟨U+E007F⟩b⟨U+2064⟩⟨U+180F⟩')
     expect(text('a'.repeat(2500))).toBe('a'.repeat(2000) + ' … (500 more characters)')
     expect(text({ k: '<b>' })).toBe('{&quot;k&quot;:&quot;&lt;b&gt;&quot;}')
   })

@@ -1,17 +1,22 @@
 // The report as it is: a collapsed tree (children are drawn only when a node is opened, so a
 // 100 MB report opens at once), or pretty text up to a size guard, with the whole file downloadable.
 import { useMemo, useState, type JSX } from 'react'
+import { replaceInvisible } from '../../../shared/invisible'
 import { SafeText } from '../components/text'
 import { Download } from './common'
 
 const MAX_CHILDREN = 1000
 export const MAX_PRETTY_CHARS = 2_000_000
 
-// JSON.stringify escapes C0 controls but leaves bidi overrides and zero-width characters raw:
-// written as \uXXXX escapes they stay valid JSON and are seen, not applied.
-const INVISIBLE = /[\u007f-\u009f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u206f\ufeff]/g
+// JSON.stringify escapes C0 controls and lone surrogates but leaves the rest of the invisible set
+// (src/shared/invisible.ts: C1 controls, bidi overrides, zero-width and tag characters) raw: written
+// as \uXXXX escapes (a pair of them for an astral character) they stay valid JSON and are seen, not
+// applied. A raw line feed can only be the indentation's (a string's is escaped already): it stays.
+const jsonEscape = (_: number, c: string): string => c === '\n'
+  ? c
+  : Array.from({ length: c.length }, (_u, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')
 export function escapeInvisible(json: string): string {
-  return json.replace(INVISIBLE, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`)
+  return replaceInvisible(json, jsonEscape)
 }
 
 function Leaf({ value }: { value: unknown }): JSX.Element {
