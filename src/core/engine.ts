@@ -18,7 +18,7 @@ import { GuestsRepository } from './db/guests.repository'
 import type { TimelineRepository } from './db/timeline.repository'
 import type { EventBus } from './events/event-bus'
 import { loadFleetConfig, type EngineSettings } from './machinery/machines-config'
-import { createDrivers, type DriverSet } from './machinery/drivers'
+import { createDrivers, driverSettingsChanged, type DriverSet } from './machinery/drivers'
 import { ResultServer } from './resultserver/result-server'
 import { AnalysisRunner } from './scheduler/analysis-runner'
 import { Scheduler } from './scheduler/scheduler'
@@ -130,7 +130,8 @@ export class Engine {
     this.running = { processor, scheduler, runner, resultServer }
     // Machines a crashed run left on are powered off before anything uses them again.
     for (const m of recovered.wereLocked) {
-      const driver = this.drivers.get(m.driver as Parameters<DriverSet['get']>[0])
+      const driver = this.drivers.get(m.driver)
+      if (!driver.capabilities.power) continue
       driver.stop({ ...m, options: JSON.parse(m.options) as string[] })
         .catch((err: Error) => o.log.warn(`could not stop ${m.name} after an unclean stop: ${err.message}`))
     }
@@ -165,7 +166,7 @@ export class Engine {
     this.o.machines.sync(fleet.machines)
     const old = this.settings!
     this.settings = fleet.settings
-    if (JSON.stringify([old.kvm, old.virtualbox, old.timeouts]) !== JSON.stringify([fleet.settings.kvm, fleet.settings.virtualbox, fleet.settings.timeouts])) {
+    if (driverSettingsChanged(old, fleet.settings)) {
       this.retired.push(this.drivers!)
       this.drivers = createDrivers(fleet.settings)
     }

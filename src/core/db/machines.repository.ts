@@ -3,6 +3,7 @@
 // but are no longer listed or used.
 import type { Db } from './database'
 import type { MachineConfig } from '../machinery/machines-config'
+import type { DriverKind } from '../../shared/api/drivers'
 import { now } from '../../shared/time'
 
 export interface MachineRow {
@@ -16,7 +17,8 @@ export interface MachineRow {
   interface: string | null
   resultserver_ip: string
   resultserver_port: number
-  driver: string
+  /** Written from machines.json, whose schema allows only the registered kinds. */
+  driver: DriverKind
   options: string
   locked: number
   locked_changed_on: string | null

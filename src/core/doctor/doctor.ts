@@ -12,10 +12,11 @@ import { createDrivers, type DriverSet } from '../machinery/drivers'
 import { checkCapture } from '../capture/tcpdump'
 import { GuestSession, probeAgent } from '../guest/guest-session'
 import { checkRoutes } from './routes-check'
+import type { DriverKind } from '../../shared/api/drivers'
 
 export interface MachineReport {
   name: string
-  driver: string
+  driver: DriverKind
   findings: Finding[]
 }
 
@@ -87,7 +88,9 @@ async function checkMachine(m: MachineConfig, settings: EngineSettings, drivers:
     const state = await driver.state(dm).catch(() => 'error')
     findings.push(state === 'running'
       ? await agentFinding(m)
-      : { check: 'agent protocol', ok: true, detail: `not checked: the VM is ${state} (aviary doctor --deep reverts and starts it)` })
+      : { check: 'agent protocol', ok: true, detail: driver.capabilities.power
+          ? `not checked: the VM is ${state} (aviary doctor --deep ${driver.capabilities.revert ? 'reverts and starts' : 'starts'} it)`
+          : 'not checked: the machine does not answer (see above)' })
   }
   return findings
 }
@@ -119,32 +122,41 @@ async function agentFinding(m: MachineConfig): Promise<Finding> {
   }
 }
 
+/**
+ * The path of an analysis but the sample, named after what the driver declares: a machine without
+ * snapshots is started (waited for), never said to be reverted; one its owner powers is not stopped.
+ */
 async function deepCheck(m: MachineConfig, dm: DriverMachine, drivers: DriverSet, settings: EngineSettings): Promise<Finding[]> {
   const driver = drivers.get(m.driver)
+  const caps = driver.capabilities
+  const startCheck = caps.revert ? 'revert and start' : 'start'
+  const agentCheck = caps.revert ? 'agent after revert' : 'agent after start'
   const out: Finding[] = []
   const started = Date.now()
   try {
     await driver.start(dm)
-    out.push({ check: 'revert and start', ok: true, detail: `running after ${((Date.now() - started) / 1000).toFixed(1)} s` })
+    out.push({ check: startCheck, ok: true, detail: `running after ${((Date.now() - started) / 1000).toFixed(1)} s${caps.power ? '' : ' (its owner powers it: Aviary waited for it to answer)'}` })
   } catch (err) {
-    out.push({ check: 'revert and start', ok: false, detail: (err as Error).message })
+    out.push({ check: startCheck, ok: false, detail: (err as Error).message })
     return out
   }
   try {
     const t = Date.now()
     await new GuestSession({ ip: m.ip, port: AGENT_PORT, log: () => undefined })
       .waitAvailable({ timeoutMs: settings.timeouts.critical * 1000 })
-    out.push({ check: 'agent after revert', ok: true, detail: `port ${AGENT_PORT} open after ${((Date.now() - t) / 1000).toFixed(1)} s` })
+    out.push({ check: agentCheck, ok: true, detail: `port ${AGENT_PORT} open after ${((Date.now() - t) / 1000).toFixed(1)} s` })
     out.push(await agentFinding(m))
   } catch (err) {
     out.push({
-      check: 'agent after revert', ok: false, detail: (err as Error).message,
-      fix: 'the snapshot must be taken while the VM runs with the agent started (a live snapshot); start the VM, start the agent, take the snapshot again'
+      check: agentCheck, ok: false, detail: (err as Error).message,
+      fix: caps.revert
+        ? 'the snapshot must be taken while the VM runs with the agent started (a live snapshot); start the VM, start the agent, take the snapshot again'
+        : `start the agent on '${m.name}' (\`aviary agent\`, or Cuckoo's agent.py) at logon, and check the machine's IP and firewall`
     })
   } finally {
     try {
       await driver.stop(dm)
-      out.push({ check: 'stop', ok: true, detail: 'stopped' })
+      out.push({ check: 'stop', ok: true, detail: caps.power ? 'stopped' : 'left running: its owner powers it' })
     } catch (err) {
       out.push({ check: 'stop', ok: false, detail: (err as Error).message })
     }

@@ -7,12 +7,13 @@ import sharp from 'sharp'
 import type { MachineRow, MachinesRepository } from '../db/machines.repository'
 import type { MachineLocks } from '../db/machine-locks'
 import { MachineError, type DriverMachine, type MachineDriver } from '../machinery/driver'
-import type { DriverKind } from '../machinery/machines-config'
+import type { DriverKind } from '../../shared/api/drivers'
 import { decodeFrame, JPEG_QUALITY } from '../capture/screenshots'
 import { runDoctor, type DoctorReport } from '../doctor/doctor'
 import { notFound } from '../errors'
 import { ErrorCodes } from '../../shared/errors'
 import { conflict, engineNotRunning } from './fleet-errors'
+import { driverRefuses, type MachineAction } from './machine-controls'
 
 export interface Fleet {
   start(name: string): Promise<MachineRow>
@@ -55,16 +56,15 @@ export class FleetService implements Fleet {
   }
 
   revert(name: string): Promise<MachineRow> {
-    return this.withLock(name, 'revert', async (driver, dm, row) => {
-      if (!driver.capabilities.snapshots) throw conflict(`${row.name} is a ${row.driver} machine: it has no snapshot to revert to`)
+    return this.withLock(name, 'revert', async (driver, dm) => {
       await driver.start(dm) // the drivers' start is a revert to the snapshot, then a start if needed
     })
   }
 
   async screenshot(name: string): Promise<Buffer> {
     const row = this.machine(name)
-    const driver = this.d.driver(row.driver as DriverKind)
-    if (!driver.capabilities.screenshots) throw conflict(`${row.name} is a ${row.driver} machine: its driver cannot take screenshots`)
+    const driver = this.d.driver(row.driver)
+    this.refuseWhatDriverCannot(row, driver, 'screenshot')
     const dm = driverMachine(row)
     const state = await driver.state(dm).catch(() => 'error')
     if (state !== 'running') throw conflict(`${row.name} is not running (${state}): there is no screen to show`)
@@ -110,13 +110,20 @@ export class FleetService implements Fleet {
     }
   }
 
-  private async withLock(name: string, action: string,
+  /** The same refusals the UI's controls show (machine-controls.ts), before the driver is asked. */
+  private refuseWhatDriverCannot(row: MachineRow, driver: MachineDriver, action: MachineAction): void {
+    const why = driverRefuses(row.driver, driver.capabilities, action)
+    if (why !== null) throw conflict(`${row.name}: ${why}`)
+  }
+
+  private async withLock(name: string, action: Exclude<MachineAction, 'screenshot'>,
     fn: (driver: MachineDriver, dm: DriverMachine, row: MachineRow) => Promise<void>): Promise<MachineRow> {
     const row = this.machine(name)
+    const driver = this.d.driver(row.driver)
+    this.refuseWhatDriverCannot(row, driver, action)
     if (!this.d.locks.tryLock(row.id)) {
       throw conflict(`${row.name} is locked by a running task (or another start, stop or revert): try again when it is released`)
     }
-    const driver = this.d.driver(row.driver as DriverKind)
     const dm = driverMachine(row)
     try {
       await this.track(fn(driver, dm, row)).catch((err: unknown) => {

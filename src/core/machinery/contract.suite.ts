@@ -1,12 +1,14 @@
 // The one suite every machinery driver passes (kvm on libvirt's test hypervisor and on a real QEMU
 // guest, virtualbox on the VBoxManage replay, physical on a stand-in agent in a network
-// namespace): what the scheduler and the doctor rely on, asserted the same way for each.
+// namespace): what the scheduler and the doctor rely on, asserted the same way for each, and each
+// driver against the capabilities it declares (power, revert, reset, screenshots, memoryDump).
 // Only *.contract.test.ts files import it (it registers vitest tests).
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MachineError, type DriverMachine, type Finding, type MachineDriver } from './driver'
+import { capabilitiesOf } from './drivers'
 
 export interface ContractSubject {
   driver: MachineDriver
@@ -24,6 +26,13 @@ export interface ContractOptions {
   unknownMachine?: DriverMachine
   /** Runs after each successful start (e.g. the guest's agent answers). */
   afterStart?: (s: ContractSubject) => Promise<void>
+  /**
+   * A change made to the running machine, and a way to see it (kvm: the domain's live description;
+   * physical: a mark the stand-in agent keeps). Given, the suite checks `reset`: the next start()
+   * undoes the change exactly when the driver declares reset. Backends without one (the
+   * VBoxManage replay) have no such test.
+   */
+  mark?: { leave(s: ContractSubject): Promise<void>; present(s: ContractSubject): Promise<boolean> }
 }
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
@@ -75,6 +84,10 @@ export function driverContract(name: string, make: () => Promise<ContractSubject
       }
     }, timeout * 2)
 
+    it('declares what its kind is registered with (what the UI and the fleet read without a driver)', () => {
+      expect(s.driver.capabilities).toEqual(capabilitiesOf(s.driver.kind))
+    })
+
     it('check() passes for a configured machine', async () => {
       const findings = await s.driver.check(s.machine)
       expect(failed(findings)).toEqual([])
@@ -85,7 +98,7 @@ export function driverContract(name: string, make: () => Promise<ContractSubject
       const before = await s.driver.state(s.machine)
       await s.driver.stop(s.machine)
       const after = await s.driver.state(s.machine)
-      if (s.driver.capabilities.snapshots) expect(after).toBe('poweroff')
+      if (s.driver.capabilities.power) expect(after).toBe('poweroff')
       else expect(after).toBe(before)
       await s.driver.stop(s.machine)
       expect(await s.driver.state(s.machine)).toBe(after)
@@ -97,6 +110,17 @@ export function driverContract(name: string, make: () => Promise<ContractSubject
       await start()
       expect(await s.driver.state(s.machine)).toBe('running')
     }, timeout * 2)
+
+    if (opts.mark) {
+      const mark = opts.mark
+      it('start() resets the machine exactly when the driver declares reset', async () => {
+        await start()
+        await mark.leave(s)
+        expect(await mark.present(s), 'the mark was not left').toBe(true)
+        await start()
+        expect(await mark.present(s), 'the mark after the next start()').toBe(!s.driver.capabilities.reset)
+      }, timeout * 2)
+    }
 
     it('screenshot() gives PNG or PPM bytes when the driver can, else a MachineError', async () => {
       if (s.driver.capabilities.screenshots && !unsupported.has('screenshot')) {
@@ -131,7 +155,7 @@ export function driverContract(name: string, make: () => Promise<ContractSubject
     }, timeout)
 
     it('a missing snapshot: check() fails it with a fix, start() throws a MachineError naming it', async () => {
-      if (!s.driver.capabilities.snapshots) {
+      if (!s.driver.capabilities.revert) {
         // No snapshots (physical): the snapshot field is ignored, so check() still passes.
         expect(failed(await s.driver.check({ ...s.machine, snapshot: 'aviary-no-such-snapshot' }))).toEqual([])
         return
@@ -148,7 +172,7 @@ export function driverContract(name: string, make: () => Promise<ContractSubject
       await start()
       expect(await s.driver.state(s.machine)).toBe('running')
       await s.driver.stop(s.machine)
-      if (s.driver.capabilities.snapshots) expect(await s.driver.state(s.machine)).toBe('poweroff')
+      if (s.driver.capabilities.power) expect(await s.driver.state(s.machine)).toBe('poweroff')
     }, timeout * 2)
   })
 }

@@ -6,7 +6,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import path from 'node:path'
 import { parseIni, type IniSections } from './cuckoo-ini'
-import { DRIVERS, parseFleetConfig, type DriverKind } from './machines-config'
+import { parseFleetConfig } from './machines-config'
+import { DRIVER_KINDS as DRIVERS, type DriverKind } from '../../shared/api/drivers'
 
 export class CuckooImportError extends Error {}
 

@@ -1,7 +1,8 @@
 // The one interface every machinery driver implements (kvm, virtualbox, physical). The scheduler
 // and the doctor talk to machines only through it, and one contract suite
 // (contract.suite.ts) runs every driver through the same checks.
-import type { DriverKind, MachineConfig } from './machines-config'
+import type { DriverCapabilities, DriverKind } from '../../shared/api/drivers'
+import type { EngineSettings, MachineConfig } from './machines-config'
 
 /**
  * What the hypervisor says of a VM, in Cuckoo's words: `poweroff` covers shut off and shutdown,
@@ -22,27 +23,28 @@ export interface Finding {
   fix?: string
 }
 
-export interface DriverCapabilities {
-  /** The driver powers the machine on and off (a hypervisor); a physical machine is its owner's to power. */
-  power: boolean
-  /** start() reverts a snapshot (physical machines have none). */
-  snapshots: boolean
-  screenshots: boolean
-  memoryDump: boolean
-}
+/**
+ * What a driver can do, declared by each driver (its file) and read by the engine, the run, the
+ * doctor, the fleet and the UI's machine controls instead of its kind's name. The contract suite
+ * checks every driver against its declaration. Fields: src/shared/api/drivers.ts.
+ */
+export type { DriverCapabilities }
 
-/** What each kind of driver can do, known without making one (the UI's machine controls read it). */
-export const DRIVER_CAPABILITIES: Readonly<Record<DriverKind, Readonly<DriverCapabilities>>> = {
-  kvm: { power: true, snapshots: true, screenshots: true, memoryDump: true },
-  virtualbox: { power: true, snapshots: true, screenshots: true, memoryDump: true },
-  physical: { power: false, snapshots: false, screenshots: false, memoryDump: false }
+/** A driver kind as drivers.ts registers it: its capabilities are known without making a driver. */
+export interface DriverRegistration<K extends DriverKind = DriverKind> {
+  readonly kind: K
+  readonly capabilities: Readonly<DriverCapabilities>
+  /** A driver for these settings; it connects to nothing until first used. */
+  make(s: EngineSettings): MachineDriver
+  /** The part of the settings the driver is made from: when it changes, the engine makes new drivers. */
+  settings(s: EngineSettings): unknown
 }
 
 export class MachineError extends Error {}
 
 export interface MachineDriver {
   readonly kind: DriverKind
-  readonly capabilities: DriverCapabilities
+  readonly capabilities: Readonly<DriverCapabilities>
 
   /** The hypervisor is reachable, the VM exists, and so does its snapshot (named, else a current one). */
   check(m: DriverMachine): Promise<Finding[]>
@@ -50,18 +52,19 @@ export interface MachineDriver {
   state(m: DriverMachine): Promise<VmState>
 
   /**
-   * Reverts the VM to its snapshot (the named one, else the current one) and resolves once it
-   * runs. Throws MachineError with a message fit for the task's errors. `signal` aborts waiting.
+   * Makes the machine ready for an analysis and resolves once it runs: with `revert`, reverts it to
+   * its snapshot (the named one, else the current one); without `power`, waits for it to answer.
+   * Throws MachineError with a message fit for the task's errors. `signal` aborts waiting.
    */
   start(m: DriverMachine, signal?: AbortSignal): Promise<void>
 
-  /** Powers the VM off and resolves once it is off. Stopping a stopped VM is not an error. */
+  /** With `power`, powers the machine off and resolves once it is off (stopping a stopped one is fine); else leaves it alone. */
   stop(m: DriverMachine): Promise<void>
 
-  /** One frame of the VM's display as the hypervisor gives it (PNG or PPM bytes). */
+  /** One frame of the VM's display as the hypervisor gives it (PNG or PPM bytes); without `screenshots`, a MachineError. */
   screenshot(m: DriverMachine): Promise<Buffer>
 
-  /** A memory-only dump of the running VM written to `dest` (an ELF core for libvirt). */
+  /** A memory-only dump of the running VM written to `dest` (an ELF core for libvirt); without `memoryDump`, a MachineError. */
   dumpMemory(m: DriverMachine, dest: string): Promise<void>
 
   /** Releases connections; the driver is not used afterwards. */

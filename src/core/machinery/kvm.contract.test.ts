@@ -1,7 +1,8 @@
 // The kvm driver through the machinery contract twice: on libvirt's test hypervisor
 // (test+unix:///default, a domain of our own with a running snapshot; its test driver takes PNG
-// screenshots but has no memory dump) and on the real QEMU/TCG test guest under qemu:///system
-// (revert of the running snapshot `clean`, the agent answering, a real screenshot and ELF core).
+// screenshots but has no memory dump; a revert restores the domain's description, the suite's mark
+// of a reset) and on the real QEMU/TCG test guest under qemu:///system (revert of the running
+// snapshot `clean`, the agent answering, a real screenshot and ELF core).
 import type { Hypervisor } from '@unraid/libvirt'
 import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -56,7 +57,14 @@ async function testDomain(name: string): Promise<{ machine: DriverMachine; clean
 driverContract('kvm on libvirt\'s test hypervisor', async () => {
   const dom = await testDomain('avh4-contract')
   return { driver: new KvmDriver({ uri: TEST_URI, vmStateSeconds: 10 }), ...dom }
-}, { unsupported: ['dumpMemory'] })
+}, {
+  unsupported: ['dumpMemory'],
+  // The running domain's description: a revert restores the snapshot's, which has none.
+  mark: {
+    leave: async (s) => { await virsh(TEST_URI, 'desc', s.machine.label, '--live', 'aviary-contract-mark') },
+    present: async (s) => (await virsh(TEST_URI, 'desc', s.machine.label, '--live')).includes('aviary-contract-mark')
+  }
+})
 
 describe('kvm driver specifics (test hypervisor)', () => {
   let dom: Awaited<ReturnType<typeof testDomain>>

@@ -7,7 +7,7 @@ import type { Domain, Hypervisor } from '@unraid/libvirt'
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { MachineError, type DriverCapabilities, type DriverMachine, type Finding, type MachineDriver, type VmState, DRIVER_CAPABILITIES } from './driver'
+import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState } from './driver'
 import { pollUntil, runTool, ToolError } from './exec-tool'
 import type { EngineSettings } from './machines-config'
 
@@ -39,7 +39,9 @@ function libvirtMessage(err: unknown): string {
 
 export class KvmDriver implements MachineDriver {
   readonly kind = 'kvm' as const
-  readonly capabilities: DriverCapabilities = DRIVER_CAPABILITIES.kvm
+  /** libvirt reverts snapshots, powers domains off, takes screenshots and memory-only dumps. */
+  static readonly capabilities: Readonly<DriverCapabilities> = Object.freeze({ power: true, revert: true, reset: true, screenshots: true, memoryDump: true })
+  readonly capabilities = KvmDriver.capabilities
   private hv: Promise<Hypervisor> | null = null
   private readonly virshPath: string
 
@@ -228,4 +230,11 @@ export class KvmDriver implements MachineDriver {
     this.hv = null
     if (hv) await hv.then((h) => h.connectClose(), () => undefined)
   }
+}
+
+export const kvmRegistration: DriverRegistration<'kvm'> = {
+  kind: 'kvm',
+  capabilities: KvmDriver.capabilities,
+  make: (s) => KvmDriver.fromSettings(s),
+  settings: (s) => [s.kvm, s.timeouts.vmState]
 }

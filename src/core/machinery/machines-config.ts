@@ -7,10 +7,9 @@ import { isIP } from 'node:net'
 import { Type, type Static } from 'typebox'
 import Ajv from 'ajv'
 import { parseRouting, RoutingConfigError, RoutingSection, type RoutingSettings } from '../network/routing-config'
+import { DRIVER_KINDS, type DriverKind } from '../../shared/api/drivers'
 
 const Name = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' })
-export const DRIVERS = ['kvm', 'virtualbox', 'physical'] as const
-export type DriverKind = (typeof DRIVERS)[number]
 const Port = Type.Integer({ minimum: 1, maximum: 65535 })
 const Seconds = Type.Number({ minimum: 0, maximum: 86400 })
 const Bytes = Type.Integer({ minimum: 1 })
@@ -26,7 +25,7 @@ const MachineEntry = Type.Object({
   interface: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   resultserver_ip: Type.Optional(Type.String()),
   resultserver_port: Type.Optional(Port),
-  driver: Type.Optional(Type.Enum([...DRIVERS])),
+  driver: Type.Optional(Type.Enum([...DRIVER_KINDS])),
   options: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 })))
 }, { additionalProperties: false })
 
@@ -38,7 +37,7 @@ const Analyzer = Type.Object({
 }, { additionalProperties: false })
 
 const MachinesFile = Type.Object({
-  driver: Type.Optional(Type.Enum([...DRIVERS])),
+  driver: Type.Optional(Type.Enum([...DRIVER_KINDS])),
   interface: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   resultserver: Type.Optional(Type.Object({
     ip: Type.Optional(Type.String()),

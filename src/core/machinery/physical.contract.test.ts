@@ -15,8 +15,10 @@ const HOST_IF = 'avmd-h'
 const HOST_IP = '10.203.0.1'
 const GUEST_IP = '10.203.0.2'
 
-// Answers GET / like Cuckoo's agent 0.10 does; enough for "the agent port answers".
-const AGENT = `require('node:http').createServer((q, s) => { s.setHeader('content-type', 'application/json');
+// Answers GET / like Cuckoo's agent 0.10 does; enough for "the agent port answers". /mark stands
+// for what an analysis leaves in a machine: POST sets it, GET says whether it is there.
+const AGENT = `let mark = false; require('node:http').createServer((q, s) => { s.setHeader('content-type', 'application/json');
+  if (q.url === '/mark') { if (q.method === 'POST') mark = true; s.end(JSON.stringify({ mark })); return }
   s.end(JSON.stringify({ message: 'Cuckoo Agent!', version: '0.10', features: [] })) })
   .listen(8000, '0.0.0.0', () => console.log('listening'))`
 
@@ -73,6 +75,10 @@ driverContract('physical (agent stand-in in netns avmd)', async () => {
   afterStart: async (s) => {
     const res = await fetch(`http://${s.machine.ip}:8000/`)
     expect(((await res.json()) as { message: string }).message).toBe('Cuckoo Agent!')
+  },
+  mark: {
+    leave: async (s) => { await fetch(`http://${s.machine.ip}:8000/mark`, { method: 'POST' }) },
+    present: async (s) => ((await (await fetch(`http://${s.machine.ip}:8000/mark`)).json()) as { mark: boolean }).mark
   }
 })
 

@@ -4,7 +4,7 @@
 // Cuckoo's FOG/`net rpc shutdown` dance is not carried over). Cuckoo's own status probe used
 // XML-RPC, which the HTTP agent answers with 404; a TCP connect works with every agent.
 import { Socket } from 'node:net'
-import { MachineError, type DriverCapabilities, type DriverMachine, type Finding, type MachineDriver, type VmState, DRIVER_CAPABILITIES } from './driver'
+import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState } from './driver'
 import { pollUntil } from './exec-tool'
 import type { EngineSettings } from './machines-config'
 
@@ -33,7 +33,9 @@ export function portAnswers(ip: string, port: number, timeoutMs: number): Promis
 
 export class PhysicalDriver implements MachineDriver {
   readonly kind = 'physical' as const
-  readonly capabilities: DriverCapabilities = DRIVER_CAPABILITIES.physical
+  /** No hypervisor: nothing to power, revert, reset, screenshot or dump; the machine is its owner's. */
+  static readonly capabilities: Readonly<DriverCapabilities> = Object.freeze({ power: false, revert: false, reset: false, screenshots: false, memoryDump: false })
+  readonly capabilities = PhysicalDriver.capabilities
   private readonly port: number
   private readonly connectMs: number
 
@@ -78,4 +80,11 @@ export class PhysicalDriver implements MachineDriver {
   }
 
   async close(): Promise<void> {}
+}
+
+export const physicalRegistration: DriverRegistration<'physical'> = {
+  kind: 'physical',
+  capabilities: PhysicalDriver.capabilities,
+  make: (s) => PhysicalDriver.fromSettings(s),
+  settings: (s) => s.timeouts.vmState
 }

@@ -4,7 +4,7 @@
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { MachineError, type DriverCapabilities, type DriverMachine, type Finding, type MachineDriver, type VmState, DRIVER_CAPABILITIES } from './driver'
+import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState } from './driver'
 import { pollUntil, runTool, ToolError, type ToolResult } from './exec-tool'
 import type { EngineSettings } from './machines-config'
 
@@ -25,7 +25,9 @@ export interface VirtualBoxOptions {
 
 export class VirtualBoxDriver implements MachineDriver {
   readonly kind = 'virtualbox' as const
-  readonly capabilities: DriverCapabilities = DRIVER_CAPABILITIES.virtualbox
+  /** VBoxManage restores snapshots, powers VMs off, takes screenshots and core dumps. */
+  static readonly capabilities: Readonly<DriverCapabilities> = Object.freeze({ power: true, revert: true, reset: true, screenshots: true, memoryDump: true })
+  readonly capabilities = VirtualBoxDriver.capabilities
   /** Cuckoo serializes power-ons: concurrent startvm calls upset VBoxSVC. */
   private powerLock: Promise<unknown> = Promise.resolve()
 
@@ -150,4 +152,11 @@ export class VirtualBoxDriver implements MachineDriver {
   async close(): Promise<void> {
     await this.powerLock
   }
+}
+
+export const virtualboxRegistration: DriverRegistration<'virtualbox'> = {
+  kind: 'virtualbox',
+  capabilities: VirtualBoxDriver.capabilities,
+  make: (s) => VirtualBoxDriver.fromSettings(s),
+  settings: (s) => [s.virtualbox, s.timeouts.vmState]
 }

@@ -70,7 +70,7 @@ export class AnalysisRun {
     this.log = new TaskLog(this.d.layout.analysisFile(this.id, 'analysis.log'))
     let ending: Ending
     try {
-      this.driver = this.d.driver(this.machine.driver as MachineDriver['kind'])
+      this.driver = this.d.driver(this.machine.driver)
       this.stage('machine_locked', `${this.machine.name} (${this.machine.driver}, label ${this.machine.label})`)
       await this.writeTaskJson()
       ending = await this.analyze(sample)
@@ -112,7 +112,9 @@ export class AnalysisRun {
     await this.routeNetwork(rsPort)
 
     this.guestId = this.d.guests.start(this.id, m)
-    this.stage('reverting', m.driver === 'physical' ? 'physical machine: waiting for its agent' : `snapshot ${m.snapshot ?? '(current)'}`)
+    const caps = this.driver.capabilities
+    this.stage('reverting', caps.revert ? `snapshot ${m.snapshot ?? '(current)'}`
+      : caps.power ? `${m.driver} machine: no snapshot, starting it` : `${m.driver} machine: waiting for its agent`)
     this.vmStarted = true // from here on the VM may run: teardown stops it whatever happens
     await this.driver.start(this.dm, this.signal)
     this.d.machines.setStatus(m.id, 'running')
@@ -183,7 +185,7 @@ export class AnalysisRun {
       pushFiles: reboot ? await rebootFiles(this.d.layout, Number(t.custom)) : [],
       platform: this.machine.platform,
       // attempts counts claims; a clean stop gives its attempt back, so a second one means a crash.
-      earlierRunMayLive: !this.driver.capabilities.snapshots && this.d.queue.attempts(t.id) > 1,
+      earlierRunMayLive: !this.driver.capabilities.reset && this.d.queue.attempts(t.id) > 1,
       caCert: this.net?.caCert ?? null
     }
   }
@@ -228,8 +230,8 @@ export class AnalysisRun {
         this.stage('memory_dumped', `${(await stat(file)).size} bytes`)
       })
     }
-    if (this.phase !== null && !this.driver.capabilities.snapshots) {
-      // Never reverted: what this run left running in the guest is ended now (Aviary's agent).
+    if (this.phase !== null && !this.driver.capabilities.reset) {
+      // Never reset: what this run left running in the guest is ended now (Aviary's agent).
       await this.step('ending the analysis in the guest', () => this.phase!.endInGuest())
     }
     if (this.vmStarted) {

@@ -1,7 +1,9 @@
-// GET /aviary/machines: the fleet as /machines/list shows it, plus what the UI may do to each
-// machine here and now, and why not: what its driver can do (a physical machine has no hypervisor
-// to power, revert or screenshot it), and whether the engine that drives it runs.
+// GET /aviary/machines: the fleet as /machines/list shows it, plus what each machine's driver
+// declares it can do, and what the UI may do to each machine here and now, and why not: what its
+// driver can do (a physical machine has no hypervisor to power, revert or screenshot it), whether
+// the engine that drives it runs, and the machine's state.
 import { Type, type Static } from 'typebox'
+import { DriverCapabilities } from './drivers'
 import { Machine } from './schemas'
 
 export const MachineControl = Type.Object({
@@ -18,6 +20,8 @@ export type MachineControl = Static<typeof MachineControl>
 
 export const ControlledMachine = Type.Object({
   ...Machine.properties,
+  /** What the machine's driver declares it can do (src/core/machinery). */
+  capabilities: DriverCapabilities,
   controls: Type.Object({
     start: MachineControl,
     stop: MachineControl,

@@ -2,6 +2,7 @@
 // with them, the OpenAPI description is generated from them, and clients get their types.
 // `x-allowed` says in words what a field accepts; it is what a 400 tells the client.
 import { Type, type Static, type TSchema } from 'typebox'
+import { DriverKindSchema } from './drivers'
 
 const nullable = <T extends TSchema>(schema: T) =>
   Type.Unsafe<Static<T> | null>({ ...schema, type: [(schema as { type?: string }).type ?? 'string', 'null'] })
@@ -77,7 +78,7 @@ export const Task = Type.Object({
 export type Task = Static<typeof Task>
 
 export const Machine = Type.Object({
-  driver: Type.String({ description: 'kvm, virtualbox or physical' }),
+  driver: DriverKindSchema,
   id: Type.Integer(),
   interface: nullable(Type.String()),
   ip: Type.String(),

@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from '../../../../test/service-harness'
 import type { ControlledMachines } from '../../../shared/api/machine-controls'
 import type { Machine } from '../../../shared/api/schemas'
-import { withControls } from '../../fleet/machine-controls'
+import { driverRefuses, withControls } from '../../fleet/machine-controls'
+import { capabilitiesOf } from '../../machinery/drivers'
+import { DRIVER_KINDS } from '../../../shared/api/drivers'
 
 let off: Harness
 let physical: Harness
@@ -25,13 +27,15 @@ describe('GET /aviary/machines', () => {
     expect(status).toBe(200)
     expect(body.engine).toBe(false)
     const listed = (await off.json<{ machines: Machine[] }>('/machines/list')).body.machines
-    expect(body.machines.map(({ controls: _, ...m }) => m)).toEqual(listed)
+    expect(body.machines.map(({ controls: _, capabilities: __, ...m }) => m)).toEqual(listed)
+    expect(body.machines[0]!.capabilities).toEqual({ power: true, revert: true, reset: true, screenshots: true, memoryDump: true })
     for (const c of Object.values(body.machines[0]!.controls)) expect(c).toEqual({ allowed: false, reason: expect.stringMatching(/engine is not running/), by: 'engine' })
   })
 
   it('offers no power, revert or screen for a physical machine, and says why', async () => {
     const { body } = await physical.json<ControlledMachines>('/aviary/machines')
     expect(body.engine).toBe(true)
+    expect(body.machines[0]!.capabilities).toEqual({ power: false, revert: false, reset: false, screenshots: false, memoryDump: false })
     const { start, stop, revert, screenshot } = body.machines[0]!.controls
     expect([start, stop].map((c) => c.reason)).toEqual([1, 2].map(() => 'a physical machine is powered by its owner: Aviary only waits for its agent, and never switches it on or off'))
     expect([start, stop].map((c) => c.by)).toEqual(['driver', 'driver'])
@@ -46,5 +50,19 @@ describe('GET /aviary/machines', () => {
       screenshot: { allowed: false, reason: 'the machine is not running (poweroff): there is no screen to show', by: 'state' }
     })
     expect(withControls({ ...vm, status: 'running' }, true).controls.screenshot).toEqual({ allowed: true })
+  })
+  it('comes from what each driver declares, never from its name', () => {
+    for (const kind of DRIVER_KINDS) {
+      const caps = capabilitiesOf(kind)
+      const m = withControls({ driver: kind, status: 'running' } as Machine, true)
+      expect(m.capabilities, kind).toEqual(caps)
+      expect([m.controls.start.allowed, m.controls.stop.allowed, m.controls.revert.allowed, m.controls.screenshot.allowed], kind)
+        .toEqual([caps.power, caps.power, caps.revert, caps.screenshots])
+    }
+    // A driver that powered its machines but kept no snapshot would be started and stopped, not reverted.
+    const powerOnly = { ...capabilitiesOf('kvm'), revert: false, reset: false }
+    expect(driverRefuses('kvm', powerOnly, 'start')).toBeNull()
+    expect(driverRefuses('kvm', powerOnly, 'revert')).toBe('a kvm machine has no snapshot to revert to')
+    expect(driverRefuses('kvm', { ...powerOnly, screenshots: false }, 'screenshot')).toBe('the kvm driver cannot take screenshots')
   })
 })

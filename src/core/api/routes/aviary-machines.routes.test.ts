@@ -109,10 +109,16 @@ describe('machine controls on the test hypervisor', () => {
     expect((await h.json('/aviary/machines/nope/screenshot')).status).toBe(404)
     const shot = await h.json<{ message: string }>('/aviary/machines/phys1/screenshot')
     expect(shot.status).toBe(409)
-    expect(shot.body.message).toMatch(/phys1 is a physical machine: its driver cannot take screenshots/)
+    expect(shot.body.message).toBe('phys1: the physical driver cannot take screenshots (there is no hypervisor)')
     const revert = await post('/aviary/machines/phys1/revert')
     expect(revert.status).toBe(409)
     expect(revert.body.message).toMatch(/no snapshot/)
+    // Its owner powers it: the fleet refuses what the UI does not offer, with the UI's reason.
+    for (const action of ['start', 'stop']) {
+      const refused = await post(`/aviary/machines/phys1/${action}`)
+      expect(refused.status, action).toBe(409)
+      expect(refused.body.message).toBe('phys1: a physical machine is powered by its owner: Aviary only waits for its agent, and never switches it on or off')
+    }
     expect((await h.json<{ machine: { locked: boolean } }>('/machines/view/phys1')).body.machine.locked).toBe(false)
   })
 
@@ -137,7 +143,8 @@ describe('machine controls on the test hypervisor', () => {
       expect(status).toBe(200)
       const [vm1, phys1] = [body.machines.find((m) => m.name === 'vm1')!, body.machines.find((m) => m.name === 'phys1')!]
       expect(vm1.findings).toEqual([{ check: 'deep check', ok: true, detail: 'not checked: the machine is in use by a task' }])
-      expect(phys1.findings.find((f) => f.check === 'revert and start')).toBeDefined()
+      expect(phys1.findings.find((f) => f.check === 'start')).toBeDefined() // no snapshot: started, never reverted
+      expect(phys1.findings.find((f) => f.check === 'revert and start')).toBeUndefined()
       expect(body.ok).toBe(false)
       const machines = (await h.json<{ machines: { name: string; locked: boolean }[] }>('/machines/list')).body.machines
       expect(machines.map((m) => [m.name, m.locked])).toEqual([['vm1', true], ['phys1', false]])

@@ -7,7 +7,7 @@ import type { Machine } from './api'
 const th = 'px-2 py-1 text-left font-medium'
 const td = 'px-2 py-1 align-top'
 
-/** The hypervisor's word for a machine's power (physical: whether its agent answers), as a short suffix. */
+/** The hypervisor's word for a machine's power (a machine its owner powers: whether its agent answers), as a short suffix. */
 const POWER: Record<string, string> = { running: 'on', poweroff: 'off', paused: 'paused', saved: 'saved', aborted: 'aborted', error: 'error' }
 
 /**
@@ -20,7 +20,7 @@ function Status({ m }: { m: Machine }): JSX.Element {
   const power = m.status === null ? null : POWER[m.status] ?? m.status
   const tone = m.locked ? 'bg-sky-200 text-sky-900 dark:bg-sky-800 dark:text-sky-100' : 'bg-zinc-200 text-zinc-800 dark:bg-zinc-700 dark:text-zinc-100'
   const title = `${m.locked ? 'a task (or a start, stop or revert) holds it' : 'no task uses it'}; ${m.status === null ? 'its power state is not known yet'
-    : m.driver === 'physical' ? `its agent ${m.status === 'running' ? 'answers' : 'does not answer'}` : `the hypervisor says ${m.status}`}`
+    : m.capabilities?.power === false ? `its agent ${m.status === 'running' ? 'answers' : 'does not answer'}` : `the hypervisor says ${m.status}`}`
   return (
     <span data-machine-state={state} title={title} className={`inline-block rounded px-1.5 py-0.5 text-xs ${tone}`}>
       {state}{power !== null && <> · <SafeText value={power} /></>}

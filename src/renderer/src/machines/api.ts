@@ -5,8 +5,8 @@ import { apiUrl, fetchJson, HttpError, sendJson, type ConnectionId } from '../ap
 import type { DoctorAnswer, Finding as SharedFinding } from '../../../shared/api/ui-schemas'
 import type { ControlledMachine, ControlledMachines } from '../../../shared/api/machine-controls'
 
-/** A machine as listed; `controls` only from a server with /aviary/machines (Aviary's). */
-export type Machine = BaseMachine & { controls?: ControlledMachine['controls'] }
+/** A machine as listed; `capabilities` and `controls` only from a server with /aviary/machines (Aviary's). */
+export type Machine = BaseMachine & { capabilities?: ControlledMachine['capabilities']; controls?: ControlledMachine['controls'] }
 type BaseMachine = import('../../../shared/api/schemas').Machine
 export type MachineAction = 'start' | 'stop' | 'revert'
 

@@ -60,6 +60,7 @@ describe('Machines', () => {
       expect(idle.dataset.machineState).toBe('idle')
       expect(idle.textContent).toBe('idle · on')
       expect(idle.textContent).not.toMatch(/running/)
+      expect(idle.title).toMatch(/; the hypervisor says running$/) // its driver declares power: a hypervisor's word
       expect((row('ubuntu').querySelector('[data-machine-state]') as HTMLElement).dataset.machineState).toBe('in use')
     } finally {
       h.sql('UPDATE machines SET status = NULL')
@@ -93,6 +94,7 @@ describe('Machines', () => {
     const user = userEvent.setup()
     const live = await startHarness({ engine: true, machines: { driver: 'physical', resultserver: { ip: '127.0.0.1', port: 0 },
       machines: [{ name: 'box', ip: '127.0.0.9', platform: 'linux' }] } })
+    live.sql("UPDATE machines SET status = 'poweroff' WHERE name = 'box'")
     setLocalApiBase(live.url)
     const asked: string[] = []
     const real = globalThis.fetch
@@ -100,6 +102,8 @@ describe('Machines', () => {
     try {
       renderPage(<MachinesPage />)
       await user.click(await screen.findByRole('button', { name: 'box' }))
+      // Its driver declares no power: the state is whether its agent answers, not a hypervisor's word.
+      expect((row('box').querySelector('[data-machine-state]') as HTMLElement).title).toMatch(/; its agent does not answer$/)
       const panel = screen.getByRole('region', { name: 'Machine box' })
       for (const name of ['Start', 'Stop', 'Revert']) expect(within(panel).queryByRole('button', { name })).toBeNull()
       expect(within(panel).getByTestId('no-controls').textContent).toMatch(/powered by its owner/)
