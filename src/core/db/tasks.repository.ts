@@ -5,6 +5,7 @@
 // (task-moves.ts), which checks it against the transition table; the database refuses any other.
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
+import type { TaskSettings } from '../../shared/api/task-fields'
 import { now } from '../../shared/time'
 import { LIST_ORDER, TaskViews, type Alloc } from './task-views'
 import { TaskMoves } from './task-moves'
@@ -37,21 +38,8 @@ export interface TaskRow {
   errors: string
 }
 
-/** What a submission decides about how a task runs (parsed from the create forms). */
-export interface TaskSettings {
-  package: string | null
-  timeout: number
-  priority: number
-  options: string | null
-  machine: string | null
-  platform: string | null
-  tags: string[]
-  custom: string | null
-  owner: string
-  memory: boolean
-  enforce_timeout: boolean
-  clock: string | null
-}
+/** What a submission decides about how a task runs: the task fields parsed (src/shared/api/task-fields.ts). */
+export type { TaskSettings }
 
 export interface NewTask extends TaskSettings {
   category: 'file' | 'url' | 'archive'

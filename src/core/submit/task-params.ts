@@ -1,30 +1,22 @@
-// Turns the validated form fields shared by every create route into task settings. The schema
-// has already checked types and ranges; what needs the fleet or a calendar is checked here.
+// Turns the validated form fields shared by every create route into task settings (both defined
+// in src/shared/api/task-fields.ts). The schema has already checked types and ranges; what needs
+// the fleet or a calendar is checked here.
 import { badRequest } from '../errors'
 import type { MachinesRepository } from '../db/machines.repository'
-import type { TaskSettings } from '../db/tasks.repository'
+import type { TaskForm, TaskSettings } from '../../shared/api/task-fields'
 import { formatDatetime, parseClock } from '../../shared/time'
 import type { RoutingSettings } from '../network/routing-config'
 import { chooseRoute, RouteChoiceError } from '../network/task-route'
 
-export interface TaskFields {
-  package?: string | undefined
-  timeout?: number | undefined
-  priority?: number | undefined
-  options?: string | undefined
-  machine?: string | undefined
-  platform?: string | undefined
-  tags?: string | undefined
-  custom?: string | undefined
-  owner?: string | undefined
-  memory?: string | undefined
-  enforce_timeout?: string | undefined
-  clock?: string | undefined
-}
+/** The task's fields as the create routes' schema has validated them (src/shared/api/task-fields.ts). */
+export type TaskFields = TaskForm
 
 export type TaskParams = TaskSettings
 
-// eslint-disable-next-line no-control-regex
+// What the analyst's free-text fields may not hold (they reach the guest's analysis.conf): C0
+// controls but tab and line ends, and DEL. Not the display set (src/shared/invisible.ts): that one
+// is for showing a sample's text, and is applied wherever these fields are shown.
+// eslint-disable-next-line no-control-regex -- control characters are what is refused
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/
 
 export function parseFlag(value: string | undefined): boolean {

@@ -2,10 +2,10 @@
 // (Cuckoo's clients send "" for "default"); each field's `x-allowed` is what a 400 tells the client.
 // The task fields are the analysis API's own (src/shared), since the dispatcher forwards them to
 // a node that validates them the same way: a bad value is refused here, not lost on a node.
-import { Type, type Static, type TSchema } from 'typebox'
+import { Type, type Static } from 'typebox'
+import { allowed } from '../../shared/api/schema-words'
 import { BOOLEAN_PATTERN, CommonTaskFields } from '../../shared/api/requests'
 
-const allowed = <T extends TSchema>(schema: T, text: string): T => ({ ...schema, 'x-allowed': text })
 const Flag = (description: string) =>
   allowed(Type.String({ pattern: BOOLEAN_PATTERN, description }), 'one of 1/0, true/false, yes/no, on/off (any case); empty means false')
 

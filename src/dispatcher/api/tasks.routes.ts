@@ -6,6 +6,7 @@ import type { DispatcherService } from './dispatcher.service'
 import { addRoute, answer } from './generations'
 import { badRequest, pathId, DistError } from './errors'
 import { uploadOf } from './uploads'
+import { fieldsAsSent } from '../../shared/api/task-fields'
 import { AnyBody, BulkDeleteBody, Ok, SubmitTaskBody, TaskIdParams, TaskListQuery, errors, truthy } from './schemas'
 
 export function tasksRoutes(app: FastifyInstance, svc: DispatcherService): void {
@@ -45,11 +46,7 @@ export function tasksRoutes(app: FastifyInstance, svc: DispatcherService): void 
       if (upload && url !== undefined) throw badRequest('url', 'send either a file or a url, not both')
       if (!upload && url === undefined) throw badRequest('file', 'required; a file part of a multipart/form-data body (or a `url` field)')
       if (upload && upload.size === 0) throw badRequest('file', 'the file is empty')
-      const fields = {
-        package: f.package ?? null, timeout: f.timeout ?? null, priority: f.priority ?? 1, options: f.options ?? null,
-        machine: f.machine ?? null, platform: f.platform ?? null, tags: f.tags ?? null, custom: f.custom ?? null,
-        owner: f.owner ?? null, memory: f.memory ?? null, clock: f.clock ?? null, enforce_timeout: f.enforce_timeout ?? null
-      }
+      const fields = fieldsAsSent(f)
       const id = await svc.createTask(upload
         ? { ...fields, category: 'file', path: upload.path, filename: upload.filename, url: null }
         : { ...fields, category: 'url', path: null, filename: null, url: targetUrl(url!) }, node)

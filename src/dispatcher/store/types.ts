@@ -8,6 +8,8 @@
 // (to a node) → processing (submitted; node_task_id set) → finished (reports fetched, node
 // cleaned) ; deleted. A task whose node stops answering goes back to pending (node cleared).
 
+import type { TaskFieldsAsSent } from '../../shared/api/task-fields'
+
 export type DistTaskStatus = 'pending' | 'assigned' | 'processing' | 'finished' | 'deleted'
 
 export interface MachineInfo {
@@ -36,21 +38,8 @@ export interface NodeRow {
 /** What updateNode may change; a token of null removes it. */
 export type NodePatch = { name?: string; url?: string; token?: string | null; enabled?: boolean; mode?: string }
 
-/** The submission fields, stored as given (strings, as Cuckoo's dispatcher forwards them). */
-export interface TaskFields {
-  package: string | null
-  timeout: number | null
-  priority: number
-  options: string | null
-  machine: string | null
-  platform: string | null
-  tags: string | null
-  custom: string | null
-  owner: string | null
-  memory: string | null
-  clock: string | null
-  enforce_timeout: string | null
-}
+/** The submission fields (src/shared/api/task-fields.ts), stored as given: as Cuckoo's dispatcher forwards them. */
+export type TaskFields = TaskFieldsAsSent
 
 export interface NewDistTask extends TaskFields {
   category: 'file' | 'url'

@@ -7,6 +7,7 @@ import { createReadStream, openAsBlob } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { type AnalysisClient, ApiClientError, type Fields } from '../../shared/api/client'
+import { TASK_FIELDS } from '../../shared/api/task-fields'
 import type { DistTaskRow, NodeRow } from '../store/types'
 import { mapLimit } from './loop'
 import type { NodeWorkerContext } from './node-worker'
@@ -19,12 +20,10 @@ const SUBMIT_CHUNK = 50
 /** Node answers that will not change on a retry: the task is finished with the reason noted. */
 const PERMANENT = new Set([400, 404, 413, 415, 422])
 
-const FIELDS = ['package', 'timeout', 'priority', 'options', 'machine', 'platform', 'tags', 'custom', 'owner', 'memory', 'clock', 'enforce_timeout'] as const
-
 /** The form fields forwarded to the node; null ones are left out (as Cuckoo's dispatcher does). */
 export function submitFields(t: DistTaskRow): Fields {
   const out: Fields = {}
-  for (const k of FIELDS) if (t[k] !== null && t[k] !== undefined) out[k] = String(t[k])
+  for (const k of TASK_FIELDS) if (t[k] !== null && t[k] !== undefined) out[k] = String(t[k])
   return out
 }
 

@@ -1,41 +1,17 @@
 // Request schemas of the analysis API. Form fields arrive as strings (multipart or urlencoded);
 // empty fields count as absent (Cuckoo's clients send empty strings for "default"), numbers are
 // coerced, and each field's `x-allowed` is the explanation a client gets with a 400.
-import { Type, type Static, type TSchema } from 'typebox'
+import { Type, type Static } from 'typebox'
+import { allowed, Flag, Text } from './schema-words'
+import { TaskFormFields } from './task-fields'
 
-const allowed = <T extends TSchema>(schema: T, text: string): T => ({ ...schema, 'x-allowed': text })
-const optional = <T extends Record<string, TSchema>>(fields: T) =>
-  Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, Type.Optional(v)])) as { [K in keyof T]: ReturnType<typeof Type.Optional<T[K]>> }
-
-export const BOOLEAN_PATTERN = '^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Yy][Ee][Ss]|[Nn][Oo]|[Oo][Nn]|[Oo][Ff][Ff])$'
-const Flag = (description: string) =>
-  allowed(Type.String({ pattern: BOOLEAN_PATTERN, description, examples: ['yes'] }), 'one of 1/0, true/false, yes/no, on/off (any case); empty means false')
-
-const Text = (description: string, maxLength = 4096) =>
-  allowed(Type.String({ maxLength, description }), `text of at most ${maxLength} characters`)
+export { BOOLEAN_PATTERN } from './schema-words'
 
 /** Marks a multipart file field: validated by the upload handler, documented as binary. */
 export const FileField = (description: string) => Type.Unsafe<unknown>({ 'x-file': true, description })
 
-export const CommonTaskFields = optional({
-  package: allowed(Type.String({ maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'analysis package', examples: ['exe'] }),
-    'an analysis package name: letters, digits, _ . - (at most 64)'),
-  timeout: allowed(Type.Integer({ minimum: 0, maximum: 86400, description: 'analysis timeout in seconds; 0 = default' }),
-    'a whole number of seconds from 0 (the configured default) to 86400'),
-  priority: allowed(Type.Integer({ minimum: 1, maximum: 3, description: 'task priority' }), 'a whole number from 1 to 3'),
-  options: Text('options for the analysis package, comma-separated key=value'),
-  machine: allowed(Type.String({ maxLength: 255, description: 'machine name (or id, as older clients send)' }),
-    'the name or id of a configured machine'),
-  platform: allowed(Type.String({ maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'platform to pick a machine from, e.g. windows', examples: ['windows'] }),
-    'a platform name such as windows or linux'),
-  tags: Text('comma-separated machine tags', 1024),
-  custom: Text('custom string for analysis and processing/reporting modules'),
-  owner: Text('owner of the task', 255),
-  memory: Flag('take a full memory dump of the machine'),
-  enforce_timeout: Flag('run for the whole timeout'),
-  clock: allowed(Type.String({ pattern: '^\\d{2}-\\d{2}-\\d{4} \\d{2}:\\d{2}:\\d{2}$', description: 'guest clock, %m-%d-%Y %H:%M:%S', examples: ['01-31-2026 13:45:00'] }),
-    'a date as MM-DD-YYYY HH:MM:SS')
-})
+/** The task's submission fields (task-fields.ts), common to every create route. */
+export const CommonTaskFields = TaskFormFields
 
 export const CreateFileBody = Type.Object({
   file: FileField('the sample'),

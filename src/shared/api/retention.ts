@@ -3,8 +3,8 @@
 // from them, the service checks retention.json with them, and the CLI and the UI get their types.
 // `x-allowed` says in words what a field accepts: it is what a 400 tells the client.
 import { Type, type Static, type TSchema } from 'typebox'
+import { allowed } from './schema-words'
 
-const allowed = <T extends TSchema>(schema: T, text: string): T => ({ ...schema, 'x-allowed': text })
 const Bytes = Type.Integer({ minimum: 0, description: 'bytes' })
 const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 

@@ -1,14 +1,14 @@
 // Schemas of the Aviary-only routes under /aviary/ that the UI uses (stats, task search, machine
 // controls, doctor). Cuckoo's routes keep theirs in schemas.ts. Like there, `x-allowed` says in
 // words what a field accepts: it is what a 400 tells the client.
-import { Type, type Static, type TSchema } from 'typebox'
+import { Type, type Static } from 'typebox'
+import { allowed } from './schema-words'
 import { Machine, TASK_STATUSES, Task, type TaskStatus } from './schemas'
 import { BOOLEAN_PATTERN } from './requests'
 
 /** A flag as the query gives it (BOOLEAN_PATTERN): true for 1, true, yes, on. */
 export const isTrue = (flag: string | undefined): boolean => flag !== undefined && /^(?:1|true|yes|on)$/i.test(flag)
 
-const allowed = <T extends TSchema>(schema: T, text: string): T => ({ ...schema, 'x-allowed': text })
 const Count = Type.Integer({ minimum: 0 })
 const Bytes = Type.Integer({ minimum: 0, description: 'bytes' })
 

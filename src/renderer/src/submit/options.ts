@@ -1,20 +1,11 @@
-// The submission options of the analysis API (src/shared/api/requests.ts: CommonTaskFields and
+// The submission options of the analysis API (the task fields of src/shared/api/task-fields.ts, and
 // create/file's `unique`) as the form holds them, and the form fields they become.
+import { TASK_FIELDS, TASK_FLAGS, type TaskField } from '../../../shared/api/task-fields'
 
-export interface SubmitOptions {
-  package: string
-  options: string
-  timeout: string
-  priority: string
-  machine: string
-  platform: string
-  tags: string
-  custom: string
-  owner: string
-  memory: boolean
-  enforce_timeout: boolean
-  /** datetime-local value (YYYY-MM-DDTHH:MM[:SS]); empty = the host's time. */
-  clock: string
+type Flag = (typeof TASK_FLAGS)[number]
+
+/** Each task field as the form holds it: flags as checkboxes, the rest as typed text. */
+export type SubmitOptions = { [K in TaskField]: K extends Flag ? boolean : string } & {
   /** Files only: refuse a sample submitted before. */
   unique: boolean
   /** The network route (GET /aviary/routes); '' = the host's default. Sent inside `options` (network.ts). */
@@ -22,6 +13,7 @@ export interface SubmitOptions {
   /** Decrypt HTTPS (mitm=1); null = the host's default. */
   mitm: boolean | null
 }
+// `clock` is a datetime-local value (YYYY-MM-DDTHH:MM[:SS]); empty = the host's time.
 
 export const DEFAULT_OPTIONS: SubmitOptions = {
   package: '', options: '', timeout: '', priority: '1', machine: '', platform: '', tags: '', custom: '', owner: '',
@@ -39,14 +31,17 @@ export function apiClock(local: string): string | undefined {
 /** The form fields for a create route; empty options are left out (the server's defaults apply). */
 export function toFields(o: SubmitOptions, kind: 'file' | 'url' | 'submit'): Record<string, string> {
   const f: Record<string, string> = {}
-  for (const k of ['package', 'options', 'timeout', 'priority', 'machine', 'platform', 'tags', 'custom', 'owner'] as const) {
-    const v = o[k].trim()
-    if (v !== '') f[k] = v
+  for (const k of TASK_FIELDS) {
+    const v = o[k]
+    if (typeof v === 'boolean') {
+      if (v) f[k] = '1'
+    } else if (k === 'clock') {
+      const clock = apiClock(v)
+      if (clock) f.clock = clock
+    } else if (v.trim() !== '') {
+      f[k] = v.trim()
+    }
   }
-  if (o.memory) f.memory = '1'
-  if (o.enforce_timeout) f.enforce_timeout = '1'
-  const clock = apiClock(o.clock)
-  if (clock) f.clock = clock
   if (kind === 'file' && o.unique) f.unique = '1'
   return f
 }
