@@ -118,7 +118,11 @@ describe('aviary rooter against hostile requests', () => {
       expect(answers[i]!.ok, line).toBe(false)
       expect(answers[i]!.error, line).toMatch(why)
     }
-    expect(log.match(/refused:/g)?.length ?? 0).toBe(hostile.length)
+    // The answers come over the socket, the log lines through the rooter's stderr pipe:
+    // on a loaded machine the last lines can trail the answers a little.
+    const refused = (): number => log.match(/refused:/g)?.length ?? 0
+    for (const until = Date.now() + 5000; refused() < hostile.length && Date.now() < until;) await new Promise((r) => setTimeout(r, 20))
+    expect(refused()).toBe(hostile.length)
     expect(await table()).toBe(before)
   })
 
