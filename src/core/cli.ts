@@ -48,7 +48,6 @@ export async function main(argv: string[]): Promise<number> {
     .option('--data <dir>', 'data directory (default: $AVIARY_DATA or the per-user data directory)')
     .addOption(new Option('--api-token <token>', 'require "Authorization: Bearer <token>"').env('AVIARY_API_TOKEN'))
     .option('--max-upload-size <size>', 'largest accepted sample, e.g. 512M or 2G', size)
-    .option('--task-cache-size <size>', 'memory for serialized tasks served by the API, e.g. 128M', size)
     .option('--max-machines <n>', 'analyses running at once (default: max_machines of machines.json, 0 = no limit)', int('max machines', 0, 1000))
     .option('--debug', 'verbose logging; enables GET /exit')
     .action(async (o: ServeOptions) => {
@@ -132,7 +131,6 @@ interface ServeOptions {
   data?: string
   apiToken?: string
   maxUploadSize?: number
-  taskCacheSize?: number
   maxMachines?: number
   debug?: boolean
 }
@@ -188,7 +186,6 @@ async function serve(o: ServeOptions): Promise<number> {
     debug: o.debug ?? false,
     logLevel: o.debug ? 'debug' : 'info',
     ...(o.maxUploadSize ? { maxUploadBytes: o.maxUploadSize } : {}),
-    ...(o.taskCacheSize ? { taskCacheBytes: o.taskCacheSize } : {}),
     ...(o.maxMachines !== undefined ? { maxMachines: o.maxMachines } : {})
   })
   process.once('SIGINT', shutdown)

@@ -1,5 +1,4 @@
 // Defaults of a service instance.
-import os from 'node:os'
 import envPaths from 'env-paths'
 import pkg from '../../package.json'
 
@@ -20,12 +19,4 @@ export function parseSize(text: string): number | null {
   const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[m[2]!.toLowerCase() as '' | 'k' | 'm' | 'g' | 't']
   const n = Math.floor(Number(m[1]) * unit)
   return n > 0 && Number.isSafeInteger(n) ? n : null
-}
-
-/**
- * Bytes of serialized tasks kept in memory for /tasks/view and /tasks/list: 1/64 of the
- * machine's memory, between 32 and 256 MiB. Only tasks clients asked for are held.
- */
-export function defaultTaskCacheBytes(totalMemory = os.totalmem()): number {
-  return Math.min(256 * 1024 ** 2, Math.max(32 * 1024 ** 2, Math.floor(totalMemory / 64)))
 }

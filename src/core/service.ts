@@ -29,7 +29,7 @@ import { buildApp, type App } from './api/app'
 import { defaultUiDir } from './api/ui-static'
 import { ConnectionsRepository } from './connections/connections.repository'
 import { ConnectionsService } from './connections/connections.service'
-import { DEFAULT_HOST, DEFAULT_MAX_UPLOAD, DEFAULT_PORT, VERSION, defaultTaskCacheBytes } from './config'
+import { DEFAULT_HOST, DEFAULT_MAX_UPLOAD, DEFAULT_PORT, VERSION } from './config'
 import type { UnpackLimits } from './submit/unpack'
 import { RetentionService } from './retention/retention.service'
 import { RetentionSchedule, type ScheduleOptions } from './retention/retention-schedule'
@@ -47,8 +47,6 @@ export interface ServiceOptions {
   hashWorker?: string | null
   allowedOrigins?: string[]
   unpackLimits?: Partial<UnpackLimits>
-  /** Memory for serialized tasks served by the API (default: defaultTaskCacheBytes()). */
-  taskCacheBytes?: number
   /** Called when a client asks the service to stop (GET /exit in debug mode). */
   onExitRequest?: () => void
   /** Machines running at once (overrides machines.json's max_machines). */
@@ -126,7 +124,7 @@ export class AviaryService {
       const timeline = new TimelineRepository(db)
       const bus = new EventBus(db, machines)
       const samples = new SamplesRepository(db)
-      const tasks = new TasksRepository(db, this.opts.taskCacheBytes ?? defaultTaskCacheBytes())
+      const tasks = new TasksRepository(db)
       const detectType = createFileTypeDetector()
       const store = new SampleStore(layout, samples, pool, detectType)
       const maxUploadBytes = this.opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD

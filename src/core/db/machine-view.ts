@@ -1,4 +1,4 @@
-// A machines row as the API shows it (/machines/list, /machines/view, events), as task-views.ts does for tasks.
+// A machines row as the API shows it (/machines/list, /machines/view, events), as task_json does for tasks.
 import type { Machine } from '../../shared/api/schemas'
 import type { MachineRow } from './machines.repository'
 

@@ -46,7 +46,7 @@ beforeEach(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'aviary-moves-'))
   db = openDatabase(path.join(dir, 'aviary.db'))
   other = new Database(path.join(dir, 'aviary.db'))
-  tasks = new TasksRepository(db, 1 << 20)
+  tasks = new TasksRepository(db)
   queue = new QueueRepository(db)
 })
 afterEach(() => {

@@ -7,7 +7,7 @@ import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
 import type { TaskSettings } from '../../shared/api/task-fields'
 import { now } from '../../shared/time'
-import { LIST_ORDER, TaskViews, type Alloc } from './task-views'
+import { LIST_ORDER, TaskBodies } from './task-bodies'
 import { TaskMoves } from './task-moves'
 import { ProcessingClaims } from './processing-claims'
 
@@ -69,14 +69,13 @@ export class TasksRepository {
   private readonly deleteStmt
   private readonly countsStmt
   private readonly listCache = new Map<string, import('better-sqlite3').Statement<unknown[], number>>()
-  private readonly views: TaskViews
+  private readonly bodies: TaskBodies
   private readonly moves: TaskMoves
   private readonly claims: ProcessingClaims
 
-  /** `jsonCacheBytes` bounds the memory spent on serialized tasks kept for the API. */
-  constructor(db: Db, jsonCacheBytes: number) {
+  constructor(db: Db) {
     this.db = db
-    this.views = new TaskViews(db, jsonCacheBytes)
+    this.bodies = new TaskBodies(db)
     this.moves = TaskMoves.of(db)
     this.claims = ProcessingClaims.of(db)
     this.getStmt = db.prepare<[number], TaskRow>('SELECT * FROM tasks WHERE id = ?')
@@ -105,13 +104,13 @@ export class TasksRepository {
   }
 
   /** The /tasks/view body of a task, {"task":<json>}, already serialized (task_json). */
-  viewBody(id: number): Buffer | undefined {
-    return this.views.viewBody(id)
+  viewBody(id: number): string | undefined {
+    return this.bodies.view(id)
   }
 
   /** The task as the API shows it, serialized (task_json). */
   viewJson(id: number): string | undefined {
-    return this.db.prepare<[number], string>('SELECT json FROM task_json WHERE id = ?').pluck().get(id)
+    return this.bodies.json(id)
   }
 
   insert(task: NewTask): number {
@@ -133,11 +132,11 @@ export class TasksRepository {
     return this.db.transaction((all: NewTask[]) => all.map((t) => this.insert(t)))(tasks)
   }
 
-  /** The /tasks/list body, {"tasks":[...]}, in list order. Unfiltered pages come from memory. */
-  listBody(filter: ListFilter, alloc?: Alloc): Buffer {
+  /** The /tasks/list body, {"tasks":[...]}, in list order (task-bodies.ts). */
+  listBody(filter: ListFilter): string {
     const unfiltered = filter.status === undefined && filter.owner === undefined &&
       filter.completedAfter === undefined && filter.sampleId === undefined
-    if (unfiltered) return this.views.pageBody(filter.limit, filter.offset ?? 0, alloc)
+    if (unfiltered) return this.bodies.page(filter.limit, filter.offset ?? 0)
     const where: string[] = []
     const args: (string | number)[] = []
     if (filter.status !== undefined) { where.push('t.status = ?'); args.push(filter.status) }
@@ -150,7 +149,7 @@ export class TasksRepository {
       stmt = this.db.prepare<unknown[], number>(sql).pluck()
       this.listCache.set(sql, stmt)
     }
-    return this.views.listBody(stmt.all(...args, filter.limit ?? -1, filter.offset ?? 0), alloc)
+    return this.bodies.list(stmt.all(...args, filter.limit ?? -1, filter.offset ?? 0))
   }
 
   /** Ids of the tasks that use a sample, ascending. */

@@ -39,7 +39,7 @@ function seed(dir: string, targets: string[], days: number): number[] {
   const layout = createLayout(dir)
   layout.ensure()
   const db = openDatabase(layout.database)
-  const repo = new TasksRepository(db, 1024 * 1024)
+  const repo = new TasksRepository(db)
   const when = formatDatetime(new Date(Date.now() - days * 86_400_000))
   const ids = targets.map((target) => {
     const id = repo.insert({

@@ -79,7 +79,7 @@ function local(dataDir: string): Backend {
     throw new Error(`${err.message} (${layout.root}): while it runs, ask it through its API with --remote http://${DEFAULT_HOST}:${DEFAULT_PORT} (or AVIARY_URL)`, { cause: err })
   }
   const db = openDatabase(layout.database)
-  const tasks = new TasksRepository(db, 8 * 1024 * 1024)
+  const tasks = new TasksRepository(db)
   const retention = new RetentionService({ db, layout, tasks: new TasksService(tasks, layout) })
   return {
     settings: async () => retention.settings(),

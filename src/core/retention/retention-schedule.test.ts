@@ -29,7 +29,7 @@ beforeEach(() => {
   layout = createLayout(dir)
   layout.ensure()
   db = openDatabase(layout.database)
-  repo = new TasksRepository(db, 32 * 1024 * 1024)
+  repo = new TasksRepository(db)
   clock = new Date(2026, 10, 20, 12, 0, 0).getTime()
   retention = new RetentionService({ db, layout, tasks: new TasksService(repo, layout), now: () => clock })
 })

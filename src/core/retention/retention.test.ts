@@ -37,7 +37,7 @@ beforeEach(() => {
   layout = createLayout(dir)
   layout.ensure()
   db = openDatabase(layout.database)
-  repo = new TasksRepository(db, 32 * 1024 * 1024)
+  repo = new TasksRepository(db)
   samples = new SamplesRepository(db)
   tasks = new TasksService(repo, layout)
   clock = Date.now()
@@ -128,7 +128,7 @@ describe('retention', () => {
     for (const id of [old, tagged]) {
       expect(repo.get(id)).toBeUndefined()
       expect(existsSync(layout.analysis(id))).toBe(false)
-      expect(repo.viewBody(id)).toBeUndefined() // the API's read cache agrees
+      expect(repo.viewBody(id)).toBeUndefined() // nor does the API's view
     }
     for (const id of [oldHigh, young, oldFailed, unscored, pending, running, completed]) {
       expect(repo.get(id)).toBeDefined()

@@ -53,7 +53,7 @@ function finish(taskId: number): void {
 beforeEach(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'aviary-sched-'))
   db = openDatabase(path.join(dir, 'aviary.db'))
-  tasks = new TasksRepository(db, 1024 * 1024)
+  tasks = new TasksRepository(db)
   machines = new MachinesRepository(db)
   queue = new QueueRepository(db)
   timeline = new TimelineRepository(db)

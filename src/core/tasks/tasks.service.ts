@@ -6,7 +6,6 @@ import { ErrorCodes } from '../../shared/errors'
 import { TASK_STATUSES, type TaskStatus } from '../../shared/api/schemas'
 import { formatDatetime } from '../../shared/time'
 import type { TasksRepository, TaskRow, NewTask } from '../db/tasks.repository'
-import type { Alloc } from '../db/task-views'
 import type { StorageLayout } from '../storage/layout'
 import { IllegalTransition } from '../scheduler/transitions'
 
@@ -25,14 +24,14 @@ export class TasksService {
   ) {}
 
   /** The /tasks/view body, serialized (see task_json in the migrations). */
-  viewBody(id: number): Buffer {
+  viewBody(id: number): string {
     const body = this.tasks.viewBody(id)
     if (body === undefined) throw taskNotFound()
     return body
   }
 
-  /** The /tasks/list body, serialized, tasks in list order; `alloc` as in TaskViews.pageBody. */
-  listBody(q: ListQuery, sampleId?: number, alloc?: Alloc): Buffer {
+  /** The /tasks/list body, serialized, tasks in list order. */
+  listBody(q: ListQuery, sampleId?: number): string {
     if (q.status !== undefined && !(TASK_STATUSES as readonly string[]).includes(q.status)) {
       throw badRequest('status', `'${q.status}' is not a task status; one of ${TASK_STATUSES.join(', ')}`)
     }
@@ -43,7 +42,7 @@ export class TasksService {
       owner: q.owner,
       completedAfter: q.completed_after === undefined ? undefined : formatDatetime(new Date(q.completed_after * 1000)),
       sampleId
-    }, alloc)
+    })
   }
 
   /**

@@ -7,11 +7,10 @@ import { ErrorBody, Task } from '../../../shared/api/schemas'
 import { ListParams, ListQuery, RescheduleParams, SampleIdParams, TaskIdParams } from '../../../shared/api/requests'
 import { withV1 } from './paths'
 import { stripEmptyFields } from '../empty-fields'
-import { ResponseBuffers } from '../response-buffers'
 import type { FastifyReply } from 'fastify'
 
 // Tasks come serialized from the database (task_json); the response schemas document them.
-const sendJson = (reply: FastifyReply, body: Buffer) => reply.type('application/json; charset=utf-8').send(body)
+const sendJson = (reply: FastifyReply, body: string) => reply.type('application/json; charset=utf-8').send(body)
 
 const TaskList = Type.Object({ tasks: Type.Array(Task) })
 const e400 = { 400: ErrorBody }
@@ -21,7 +20,6 @@ export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
   const tags = ['tasks']
   stripEmptyFields(app)
-  const bodies = new ResponseBuffers()
 
   for (const url of [...withV1('/tasks/list'), ...withV1('/tasks/list/:limit'), ...withV1('/tasks/list/:limit/:offset')]) {
     app.get(url, {
@@ -29,13 +27,13 @@ export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
         tags, summary: 'List tasks: unfinished first by id, then finished by completion time',
         params: ListParams, querystring: ListQuery, response: { 200: TaskList, ...e400 }
       }
-    }, async (request, reply) => sendJson(reply, ctx.tasks.listBody({ ...request.query, ...request.params }, undefined, bodies.for(reply.raw))))
+    }, async (request, reply) => sendJson(reply, ctx.tasks.listBody({ ...request.query, ...request.params })))
   }
 
   for (const url of withV1('/tasks/sample/:sample_id')) {
     app.get(url, {
       schema: { tags, summary: 'Tasks that analyze a sample', params: SampleIdParams, querystring: ListQuery, response: { 200: TaskList, ...e400 } }
-    }, async (request, reply) => sendJson(reply, ctx.tasks.listBody(request.query, request.params.sample_id, bodies.for(reply.raw))))
+    }, async (request, reply) => sendJson(reply, ctx.tasks.listBody(request.query, request.params.sample_id)))
   }
 
   for (const url of withV1('/tasks/view/:id')) {
