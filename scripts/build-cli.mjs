@@ -2,8 +2,14 @@
 // Dependencies stay external (resolved from node_modules at run time, which keeps native
 // modules and wasm assets where they expect to be), except typebox: we use only its schema
 // builders, and tree-shaken into the bundle it costs ~1 MB instead of ~20 MB of memory.
+//
+// The bundle is split where the code imports with import(): each command, the analysis run,
+// processing, archive unpacking and the doctor are chunks (lazy-*.mjs) loaded when first needed,
+// so `aviary serve` at rest carries only the API, the database and the scheduler
+// (docs/benchmarks.md, ingest: the memory this saves and what a first use costs).
 import { build } from 'esbuild'
-import { readFileSync } from 'node:fs'
+import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -12,7 +18,7 @@ const BUNDLED = new Set(['typebox', '@fastify/type-provider-typebox'])
 const external = Object.keys(pkg.dependencies).filter((d) => !BUNDLED.has(d)).flatMap((d) => [d, `${d}/*`])
 const outdir = process.env.AVIARY_CLI_OUTDIR ?? `${root}/out/cli`
 
-await build({
+const result = await build({
   absWorkingDir: root,
   entryPoints: {
     aviary: 'src/core/cli.ts',
@@ -21,6 +27,11 @@ await build({
   outdir,
   outExtension: { '.js': '.mjs' },
   bundle: true,
+  // Chunks sit next to the entry (not in a folder) so that import.meta.url finds the analyzer, the
+  // UI and the hashing worker from any of them.
+  splitting: true,
+  chunkNames: 'lazy-[name]-[hash]',
+  metafile: true,
   platform: 'node',
   format: 'esm',
   target: 'node20',
@@ -32,6 +43,18 @@ await build({
   // Node built-ins; give the bundle a real one.
   banner: { js: "import { createRequire as __aviaryRequire } from 'node:module'; const require = __aviaryRequire(import.meta.url);" }
 })
+
+// Chunk names carry a hash of their content, so each build leaves the previous build's chunks
+// behind. A service started from that build imports them when it first needs them (its first
+// analysis, archive or screenshot, maybe days later), so they are not removed at once: only those
+// no build has written for a day.
+const written = new Set(Object.keys(result.metafile.outputs).map((f) => path.basename(f)))
+const DAY_MS = 24 * 3600 * 1000
+for (const name of readdirSync(outdir)) {
+  if (!/^lazy-.+\.mjs(\.map)?$/.test(name) || written.has(name)) continue
+  const file = path.join(outdir, name)
+  if (Date.now() - statSync(file).mtimeMs > DAY_MS) rmSync(file, { force: true })
+}
 
 // Aviary's analyzer, uploaded to guests with every task, lives next to the bundle (out/cli/analyzer).
 const { buildAnalyzer } = await import('./build-agent.mjs')

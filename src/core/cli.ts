@@ -5,14 +5,13 @@
 import { existsSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { AviaryService } from './service'
+import type { AviaryService } from './service'
 import { createLayout } from './storage/layout'
-import { formatDoctorReport, runDoctor } from './doctor/doctor'
-import { importCuckooConf } from './machinery/cuckoo-import'
-import { runAgent } from '../agent/index'
 import { DEFAULT_HOST, DEFAULT_PORT, VERSION, defaultDataDir, parseSize } from './config'
-import { runSubmit } from './submit-cli'
 import { retentionCommand } from './retention/retention-cli'
+
+// Each command loads what it runs when it runs (the bundle splits there): the service does not
+// carry the guest agent, the doctor or the Cuckoo importer, and `aviary submit` not the service.
 
 const int = (name: string, min: number, max: number) => (v: string): number => {
   const n = Number(v)
@@ -71,6 +70,7 @@ export async function main(argv: string[]): Promise<number> {
     .option('--deep', 'also revert, start and stop each machine and wait for its agent')
     .option('--json', 'print the findings as JSON')
     .action(async (only: string[], o: { data?: string; deep?: boolean; json?: boolean }) => {
+      const { formatDoctorReport, runDoctor } = await import('./doctor/doctor')
       const report = await runDoctor({ machinesFile: createLayout(o.data ?? defaultDataDir()).machinesConfig, deep: o.deep ?? false, only })
       process.stdout.write(o.json ? JSON.stringify(report, null, 2) + '\n' : formatDoctorReport(report))
       exitCode = report.ok ? 0 : 1
@@ -84,8 +84,8 @@ export async function main(argv: string[]): Promise<number> {
     .argument('<dir>', "Cuckoo's conf folder (cuckoo.conf, kvm.conf, virtualbox.conf, physical.conf)")
     .option('--data <dir>', 'data directory (default: $AVIARY_DATA or the per-user data directory)')
     .option('--force', 'replace an existing machines.json')
-    .action((dir: string, o: { data?: string; force?: boolean }) => {
-      exitCode = importMachines(dir, o)
+    .action(async (dir: string, o: { data?: string; force?: boolean }) => {
+      exitCode = await importMachines(dir, o)
     })
 
   program
@@ -111,7 +111,7 @@ export async function main(argv: string[]): Promise<number> {
     .addOption(new Option('--remote <base>', 'API base URL').env('AVIARY_URL').default(`http://${DEFAULT_HOST}:${DEFAULT_PORT}`))
     .addOption(new Option('--api-token <token>', 'Bearer token of the API').env('AVIARY_API_TOKEN'))
     .action(async (targets: string[], o) => {
-      exitCode = await runSubmit(targets, o)
+      exitCode = await (await import('./submit-cli')).runSubmit(targets, o)
     })
 
   retentionCommand(program, (code) => { exitCode = code })
@@ -135,7 +135,8 @@ interface ServeOptions {
   debug?: boolean
 }
 
-function importMachines(dir: string, o: { data?: string; force?: boolean }): number {
+async function importMachines(dir: string, o: { data?: string; force?: boolean }): Promise<number> {
+  const { importCuckooConf } = await import('./machinery/cuckoo-import')
   const layout = createLayout(o.data ?? defaultDataDir())
   const confDir = existsSync(path.join(dir, 'conf', 'cuckoo.conf')) ? path.join(dir, 'conf') : dir
   let result
@@ -159,6 +160,7 @@ function importMachines(dir: string, o: { data?: string; force?: boolean }): num
 async function agent(o: { host: string; port: number }): Promise<number> {
   let done!: (code: number) => void
   const finished = new Promise<number>((resolve) => (done = resolve))
+  const { runAgent } = await import('../agent/index')
   const a = await runAgent({ host: o.host, port: o.port, log: (m) => process.stderr.write(`aviary agent: ${m}\n`) })
     .catch((err: Error) => {
       process.stderr.write(`aviary agent: cannot start: ${err.message}\n`)
@@ -177,6 +179,7 @@ async function serve(o: ServeOptions): Promise<number> {
   let done!: (code: number) => void
   const finished = new Promise<number>((resolve) => (done = resolve))
   const shutdown = () => void service.stop().then(() => done(0), () => done(1))
+  const { AviaryService } = await import('./service')
   const service: AviaryService = new AviaryService({
     onExitRequest: shutdown,
     dataDir,

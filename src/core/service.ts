@@ -213,6 +213,7 @@ export class AviaryService {
     await r.engine?.stop()
     await r.app.close()
     await r.pool.stop()
+    r.bus.close()
     r.db.close()
     r.unlock()
   }

@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto'
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import sharp, { type Sharp } from 'sharp'
+import type { Sharp } from 'sharp'
 
 export interface ScreenshotOptions {
   /** One frame from the hypervisor (PNG, JPEG or PPM P6 bytes). */
@@ -120,9 +120,13 @@ export function startScreenshots(o: ScreenshotOptions): Screenshots {
   }
 }
 
+/** sharp (libvips: ~10 MB once loaded) comes with the first screenshot, not with the service. */
+export const loadSharp = async (): Promise<typeof import('sharp').default> => (await import('sharp')).default
+
 /** Decodes a PPM (P6) by hand, anything else (PNG, JPEG…) with sharp, to raw pixels. */
 export async function decodeFrame(bytes: Buffer): Promise<RawFrame> {
   if (bytes.length >= 2 && bytes[0] === 0x50 && bytes[1] === 0x36) return decodePpm(bytes)
+  const sharp = await loadSharp()
   const { data, info } = await sharp(bytes).raw().toBuffer({ resolveWithObject: true })
   return { data, width: info.width, height: info.height, channels: info.channels }
 }
@@ -174,6 +178,7 @@ function frameHash(f: RawFrame): string {
 /** NNNN.jpg and NNNN_small.jpg for shot number n (1-based) in dir. */
 export async function writeShot(dir: string, n: number, f: RawFrame): Promise<void> {
   const name = String(n).padStart(4, '0')
+  const sharp = await loadSharp()
   const img = (): Sharp => sharp(f.data, { raw: { width: f.width, height: f.height, channels: f.channels } })
   const full = await img().jpeg({ quality: JPEG_QUALITY }).toBuffer()
   const small = await img()

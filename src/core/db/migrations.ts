@@ -289,5 +289,46 @@ export const migrations: Migration[] = [
       CREATE INDEX guests_name ON guests(name COLLATE NOCASE);
       CREATE INDEX guests_label ON guests(label COLLATE NOCASE);
     `
+  },
+  {
+    // Events from one place (events/event-bus.ts, ARCHITECTURE.md "Events").
+    version: 6,
+    name: 'the change journal the event bus reads',
+    sql: `
+      -- One row per change of a task, a machine or a task's timeline, written by the triggers below
+      -- inside the transaction that makes the change, whichever connection makes it (the service, a
+      -- second process, a script): a change rolled back leaves no row, and rows are committed in
+      -- seq order. AUTOINCREMENT: a seq is never handed out twice, even after old rows are deleted.
+      -- ref is the task (task, deleted, queued), the task_events row (stage) or the machine.
+      CREATE TABLE change_journal (
+        seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL CHECK (kind IN ('task', 'deleted', 'queued', 'stage', 'machine')),
+        ref  INTEGER NOT NULL
+      );
+      -- task_json changes with the task, its guest or its sample (the triggers of migrations 1, 2).
+      CREATE TRIGGER change_task_insert AFTER INSERT ON task_json BEGIN
+        INSERT INTO change_journal (kind, ref) VALUES ('task', NEW.id);
+      END;
+      CREATE TRIGGER change_task_update AFTER UPDATE ON task_json BEGIN
+        INSERT INTO change_journal (kind, ref) VALUES ('task', NEW.id);
+      END;
+      CREATE TRIGGER change_task_delete AFTER DELETE ON tasks BEGIN
+        INSERT INTO change_journal (kind, ref) VALUES ('deleted', OLD.id);
+      END;
+      -- A task became pending: submitted, a reschedule's copy, re-queued (the scheduler's cue).
+      CREATE TRIGGER change_queued_insert AFTER INSERT ON tasks WHEN NEW.status = 'pending' BEGIN
+        INSERT INTO change_journal (kind, ref) VALUES ('queued', NEW.id);
+      END;
+      CREATE TRIGGER change_queued_update AFTER UPDATE OF status ON tasks
+        WHEN NEW.status = 'pending' AND OLD.status IS NOT 'pending' BEGIN
+        INSERT INTO change_journal (kind, ref) VALUES ('queued', NEW.id);
+      END;
+      CREATE TRIGGER change_stage AFTER INSERT ON task_events BEGIN
+        INSERT INTO change_journal (kind, ref) VALUES ('stage', NEW.id);
+      END;
+      CREATE TRIGGER change_machine AFTER UPDATE ON machines BEGIN
+        INSERT INTO change_journal (kind, ref) VALUES ('machine', NEW.id);
+      END;
+    `
   }
 ]

@@ -3,6 +3,9 @@
 // through QueueRepository (status, errors, processing claims), processing's scores go through
 // TaskScores (task-search.ts). Every change of a status, from here or there, is made by TaskMoves
 // (task-moves.ts), which checks it against the transition table; the database refuses any other.
+// Whichever repository (or other connection) writes, the events are the same: SQL triggers note
+// every change in the change journal, which the event bus reads (events/event-bus.ts). The API's
+// bodies, {"task":...} and {"tasks":[...]}, come from task_json through TaskBodies (task-bodies.ts).
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
 import type { TaskSettings } from '../../shared/api/task-fields'

@@ -3,17 +3,19 @@
 // driver. A start, stop or revert takes the machine's lock as a task would, so the scheduler
 // leaves the machine alone meanwhile and a machine running a task is refused (409); the scheduler
 // is woken when the lock is released.
-import sharp from 'sharp'
 import type { MachineRow, MachinesRepository } from '../db/machines.repository'
 import type { MachineLocks } from '../db/machine-locks'
 import { MachineError, type DriverMachine, type MachineDriver } from '../machinery/driver'
 import type { DriverKind } from '../../shared/api/drivers'
-import { decodeFrame, JPEG_QUALITY } from '../capture/screenshots'
-import { runDoctor, type DoctorReport } from '../doctor/doctor'
+import { decodeFrame, JPEG_QUALITY, loadSharp } from '../capture/screenshots'
+import type { DoctorReport } from '../doctor/doctor'
 import { notFound } from '../errors'
 import { ErrorCodes } from '../../shared/errors'
 import { conflict, engineNotRunning } from './fleet-errors'
 import { driverRefuses, type MachineAction } from './machine-controls'
+
+/** The doctor (and the guest session it checks agents with) loads when the UI first asks for it. */
+const loadDoctor = () => import('../doctor/doctor')
 
 export interface Fleet {
   start(name: string): Promise<MachineRow>
@@ -71,6 +73,7 @@ export class FleetService implements Fleet {
     const frame = await this.track(driver.screenshot(dm).then(decodeFrame)).catch((err: unknown) => {
       throw err instanceof MachineError ? conflict(`screenshot of ${row.name} failed: ${err.message}`) : err
     })
+    const sharp = await loadSharp()
     return sharp(frame.data, { raw: { width: frame.width, height: frame.height, channels: frame.channels } })
       .jpeg({ quality: JPEG_QUALITY }).toBuffer()
   }
@@ -79,7 +82,7 @@ export class FleetService implements Fleet {
     this.ensureRunning()
     const cached = this.doctorCache.get(deep)
     if (cached && Date.now() - cached.at < DOCTOR_CACHE_MS) return cached.report
-    const report = this.track(deep ? this.deepDoctor() : runDoctor({ machinesFile: this.d.machinesFile, deep: false }))
+    const report = this.track(deep ? this.deepDoctor() : loadDoctor().then(({ runDoctor }) => runDoctor({ machinesFile: this.d.machinesFile, deep: false })))
     this.doctorCache.set(deep, { at: Date.now(), report })
     report.catch(() => this.doctorCache.delete(deep))
     return report
@@ -96,6 +99,7 @@ export class FleetService implements Fleet {
     const taken = rows.filter((m) => this.d.locks.tryLock(m.id))
     try {
       const busy = rows.filter((m) => !taken.includes(m))
+      const { runDoctor } = await loadDoctor()
       const report = await runDoctor({ machinesFile: this.d.machinesFile, deep: taken.length > 0, only: taken.map((m) => m.name) })
       for (const m of busy) {
         const skipped = { check: 'deep check', ok: true, detail: 'not checked: the machine is in use by a task' }

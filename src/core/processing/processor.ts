@@ -15,7 +15,6 @@ import type { TasksRepository } from '../db/tasks.repository'
 import type { SamplesRepository } from '../db/samples.repository'
 import type { EventBus } from '../events/event-bus'
 import type { FileTypeDetector } from '../hashing/magic'
-import { processAnalysis } from './pipeline'
 
 export interface ProcessorDeps {
   layout: StorageLayout
@@ -99,6 +98,9 @@ export class Processor {
       const sample = sampleRow
         ? { path: await realpath(d.layout.binary(sampleRow.sha256)), name: path.basename(row.target), type: sampleRow.file_type }
         : null
+      // The pipeline (every module, their parsers, YARA, the report writers) loads with the first
+      // task processed, not with the service: an idle service or one busy ingesting never needs it.
+      const { processAnalysis } = await import('./pipeline')
       const result = await processAnalysis({
         taskId: id, dir, task, sample, url: row.category === 'url' ? row.target : null, yaraRules: d.yaraRules(),
         log: (m) => d.log.info(`task ${id}: processing: ${m}`)

@@ -4,7 +4,6 @@
 // fails its task with the reason.
 import type { MachineRow } from '../db/machines.repository'
 import type { RunnerDeps } from './run-deps'
-import { AnalysisRun } from './analysis-run'
 
 export type { RunnerDeps } from './run-deps'
 
@@ -34,6 +33,8 @@ export class AnalysisRunner {
       return
     }
     try {
+      // A run's code (guest session, capture, screenshots, routes) loads with the first task run.
+      const { AnalysisRun } = await import('./analysis-run')
       await new AnalysisRun(this.d, task, machine, signal).execute()
     } catch (err) {
       // Only what AnalysisRun could not handle itself lands here (its folder could not be made).

@@ -1,7 +1,6 @@
 // Decides from content, never from the file name, whether a file is an archive we unpack.
 import { open } from 'node:fs/promises'
 import { readDecompressedHead } from './unpack-decompress'
-import { isZipDocument } from './unpack-zip'
 import type { ArchiveFormat } from './unpack-common'
 
 /** Enough for a tar header, the longest signature we check. */
@@ -70,7 +69,8 @@ async function classify(filePath: string, unreadableZip: 'zip' | null): Promise<
   const kind = sniffArchive(await readHead(filePath))
   if (kind === 'gzip' || kind === 'bzip2') return resolveCompressed(filePath, kind)
   if (kind !== 'zip') return kind
-  const document = await isZipDocument(filePath)
+  // zip.js loads here, with the first zip seen, not with the service.
+  const document = await (await import('./unpack-zip')).isZipDocument(filePath)
   return document === null ? unreadableZip : document ? null : 'zip'
 }
 

@@ -23,8 +23,6 @@ import {
   type WalkContext
 } from './unpack-common'
 import { SNIFF_BYTES, detectArchive, detectNestedArchive, sniffArchive } from './unpack-detect'
-import { walkTar } from './unpack-tar'
-import { walkZip } from './unpack-zip'
 
 export { DEFAULT_UNPACK_LIMITS, RATIO_FLOOR_BYTES, UnpackLimitError } from './unpack-common'
 export type { ArchiveFormat, UnpackLimits } from './unpack-common'
@@ -116,8 +114,10 @@ async function walk(u: Unpack, file: string, format: ArchiveFormat, containers: 
     }
   }
   const visit = (e: RawEntry) => visitEntry(u, w, e, containers, depth)
-  if (format === 'zip') await walkZip(file, w, visit)
-  else await walkTar(file, format, w, visit)
+  // The readers and their libraries (zip.js, tar-stream) load with the first archive submitted:
+  // the service does not carry them for plain uploads.
+  if (format === 'zip') await (await import('./unpack-zip')).walkZip(file, w, visit)
+  else await (await import('./unpack-tar')).walkTar(file, format, w, visit)
 }
 
 /** Where a member's bytes go once its first bytes have said what it is. */
