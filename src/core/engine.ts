@@ -121,7 +121,7 @@ export class Engine {
       log: o.log
     })
     // Finished analyses become reports; the user's YARA rules live in <data>/yara.
-    const yaraDir = path.join(o.layout.root, 'yara')
+    const yaraDir = o.layout.yaraRules
     const processor = new Processor({
       layout: o.layout, queue, tasks: o.tasks, samples: o.samples, timeline: o.timeline, bus: o.bus,
       detectType: o.detectType, aviaryVersion: o.aviaryVersion, log: o.log, scores: new TaskScores(o.db), searchIndex: new SearchIndex(o.db),

@@ -10,6 +10,18 @@ export const MAX_NETLOG_LINE = 4096
 
 export const NETLOG_COMMANDS = { log: 'LOG', bson: 'BSON', file: 'FILE', file2: 'FILE 2' } as const
 
+/**
+ * Where a FILE upload may go, `<folder>/<name>` in the task's analysis folder: Cuckoo 2.0.7's
+ * folders, plus package_files and logs. The host refuses any other (resultserver/upload-path.ts).
+ */
+export const UPLOAD_FOLDERS = ['files', 'shots', 'buffer', 'extracted', 'memory', 'package_files', 'logs'] as const
+/** Dropped files: `files/<sha256[:16]>_<basename>`, Cuckoo's naming. */
+export const DROPPED_FOLDER = 'files'
+/** Aviary's analyzer's behaviour log (behavior.ts), uploaded once at the end. */
+export const BEHAVIOR_LOG = 'logs/behavior.jsonl'
+/** strace's output, streamed while the sample runs (Linux guests). */
+export const STRACE_LOG = 'logs/strace.log'
+
 /** The logger name of Aviary's analyzer in its log records. */
 export const ANALYZER_LOGGER = 'analyzer'
 

@@ -20,6 +20,7 @@ import type { StraceResult } from './strace-log.js'
 import { startStrace } from './strace-run.js'
 import { windowsMonitor } from './windows-monitor.js'
 import { trustProxyCa } from './trust.js'
+import { BEHAVIOR_LOG } from '../../guest-protocol/netlog.js'
 
 type Platform = 'linux' | 'windows'
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
@@ -273,6 +274,6 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   } catch {
     // read-only analyzer folder: the upload below is what counts
   }
-  await uploadFile(conf, 'logs/behavior.jsonl', local, [], Buffer.from(jsonl))
+  await uploadFile(conf, BEHAVIOR_LOG, local, [], Buffer.from(jsonl))
   return record
 }

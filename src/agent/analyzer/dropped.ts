@@ -7,6 +7,7 @@ import { basename } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type { FileRecord } from '../../guest-protocol/behavior.js'
 import { uploadFile, type NetlogLog, type NetlogServer } from './netlog.js'
+import { DROPPED_FOLDER } from '../../guest-protocol/netlog.js'
 
 export interface DropLimits {
   maxFiles: number
@@ -58,7 +59,7 @@ export async function uploadDropped(
     }
     const name = basename(r.path).replace(/[\0:]/g, 'X') || 'file'
     try {
-      await uploadFile(server, `files/${r.sha256.slice(0, 16)}_${name}`, r.path, [...(pidsByPath.get(r.path) ?? [])], createReadStream(r.path))
+      await uploadFile(server, `${DROPPED_FOLDER}/${r.sha256.slice(0, 16)}_${name}`, r.path, [...(pidsByPath.get(r.path) ?? [])], createReadStream(r.path))
       uploaded++
     } catch (err) {
       log.warning(`upload of ${r.path} failed: ${(err as Error).message}`)

@@ -28,6 +28,7 @@ import { which } from '../exec.js'
 import type { AnalysisConfig } from './config.js'
 import { uploadFile, type NetlogLog } from './netlog.js'
 import { StraceLog, type StraceResult } from './strace-log.js'
+import { STRACE_LOG } from '../../guest-protocol/netlog.js'
 
 const TRACED = [
   '%process', '%file', '%network',
@@ -99,7 +100,7 @@ export function startStrace(strace: string, conf: AnalysisConfig, analyzerDir: s
   // The upload: bytes as strace wrote them, with backpressure (see the header).
   const body = new PassThrough({ highWaterMark: 1 << 20 })
   let uploading = true
-  const upload = uploadFile(conf, 'logs/strace.log', out, [], body).catch((err: unknown) => {
+  const upload = uploadFile(conf, STRACE_LOG, out, [], body).catch((err: unknown) => {
     uploading = false
     body.resume()
     log.warning(`strace.log could not be sent: ${(err as Error).message}`)

@@ -13,6 +13,7 @@
 import { createHash } from 'node:crypto'
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import { shotFile } from '../storage/layout'
 import type { Sharp } from 'sharp'
 
 export interface ScreenshotOptions {
@@ -177,7 +178,6 @@ function frameHash(f: RawFrame): string {
 
 /** NNNN.jpg and NNNN_small.jpg for shot number n (1-based) in dir. */
 export async function writeShot(dir: string, n: number, f: RawFrame): Promise<void> {
-  const name = String(n).padStart(4, '0')
   const sharp = await loadSharp()
   const img = (): Sharp => sharp(f.data, { raw: { width: f.width, height: f.height, channels: f.channels } })
   const full = await img().jpeg({ quality: JPEG_QUALITY }).toBuffer()
@@ -186,6 +186,6 @@ export async function writeShot(dir: string, n: number, f: RawFrame): Promise<vo
     .jpeg({ quality: JPEG_QUALITY })
     .toBuffer()
   // The thumbnail first: whoever sees NNNN.jpg can count on its _small twin.
-  await writeFile(path.join(dir, `${name}_small.jpg`), small)
-  await writeFile(path.join(dir, `${name}.jpg`), full)
+  await writeFile(path.join(dir, shotFile(n, true)), small)
+  await writeFile(path.join(dir, shotFile(n)), full)
 }

@@ -12,6 +12,7 @@ import { createServer, connect } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createWriteStream } from 'node:fs'
+import { ARTIFACTS, artifactPath } from '../storage/layout'
 
 export const MITM_CA_CERT = 'mitmproxy-ca-cert.pem'
 
@@ -53,8 +54,8 @@ export interface MitmOptions {
   ip: string
   /** <data>/mitm: mitmproxy's confdir, with Aviary's CA. */
   confdir: string
-  /** The task's mitm/ folder. */
-  dir: string
+  /** The task's analysis folder: the proxy's files go into its mitm/ (ARTIFACTS.mitm*). */
+  analysisDir: string
   /** `reverse:https://host:443` for the inetsim route; transparent otherwise. */
   mode?: string
 }
@@ -72,17 +73,17 @@ export class Mitm {
 
   async start(timeoutMs = 30_000): Promise<void> {
     mkdirSync(this.o.confdir, { recursive: true, mode: 0o700 })
-    mkdirSync(this.o.dir, { recursive: true })
+    mkdirSync(artifactPath(this.o.analysisDir, ARTIFACTS.mitm), { recursive: true })
     this.port = await freePort(this.o.ip)
-    const log = createWriteStream(path.join(this.o.dir, 'mitm.log'), { flags: 'a' })
+    const log = createWriteStream(artifactPath(this.o.analysisDir, ARTIFACTS.mitmLog), { flags: 'a' })
     const args = ['--mode', this.o.mode ?? 'transparent', '--listen-host', this.o.ip, '--listen-port', String(this.port),
       '--set', `confdir=${this.o.confdir}`, '--set', 'ssl_insecure=true', '--set', 'stream_large_bodies=4m',
-      '--set', 'termlog_verbosity=info', '-w', path.join(this.o.dir, 'dump.mitm'), '-s', defaultAddon(),
+      '--set', 'termlog_verbosity=info', '-w', artifactPath(this.o.analysisDir, ARTIFACTS.mitmDump), '-s', defaultAddon(),
       // Reverse mode (to INetSim) keeps the name the sample asked for, not the upstream's address.
       ...(this.o.mode?.startsWith('reverse:') ? ['--set', 'keep_host_header=true'] : [])]
     const child = spawn(this.o.mitmdump, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, AVIARY_FLOWS: path.join(this.o.dir, 'flows.jsonl') }
+      env: { ...process.env, AVIARY_FLOWS: artifactPath(this.o.analysisDir, ARTIFACTS.mitmFlows) }
     })
     this.child = child
     child.stdout?.pipe(log)
@@ -92,7 +93,7 @@ export class Mitm {
     child.once('exit', (code, signal) => { exited ??= `exited (${signal ?? code})` })
     const end = Date.now() + timeoutMs
     while (!(await accepts(this.o.ip, this.port))) {
-      if (exited !== null) throw new Error(`mitmdump did not start: ${exited} (see mitm/mitm.log)`)
+      if (exited !== null) throw new Error(`mitmdump did not start: ${exited} (see ${ARTIFACTS.mitmLog})`)
       if (Date.now() > end) throw new Error(`mitmdump did not listen on ${this.o.ip}:${this.port} within ${timeoutMs / 1000} s`)
       await new Promise((r) => setTimeout(r, 100))
     }

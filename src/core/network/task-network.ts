@@ -11,9 +11,9 @@ export interface TaskNetworkOptions {
   options: string | null
   guest: string
   resultserver: { ip: string; port: number }
-  /** <data>/mitm and the task's mitm/ folder. */
+  /** <data>/mitm, and the task's analysis folder (the proxy writes into its mitm/). */
   mitmConf: string
-  mitmDir: string
+  analysisDir: string
   log: (msg: string) => void
 }
 
@@ -41,7 +41,7 @@ export class TaskNetwork {
     const o = this.o
     if (mitm) {
       this.mitm = new Mitm({
-        mitmdump: o.routing.mitm.mitmdump, ip: o.resultserver.ip, confdir: o.mitmConf, dir: o.mitmDir,
+        mitmdump: o.routing.mitm.mitmdump, ip: o.resultserver.ip, confdir: o.mitmConf, analysisDir: o.analysisDir,
         ...(route.kind === 'inetsim' ? { mode: `reverse:https://${o.routing.inetsim!}:443` } : {})
       })
       await this.mitm.start()

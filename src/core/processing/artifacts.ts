@@ -14,6 +14,7 @@ import { fileInfo, type DroppedFile, type FileInfo } from './file-info'
 import { Closed, Type, type Static } from './schema'
 import { YaraMatchSchema } from './types'
 import { boundedLines } from './behavior/bounded-lines'
+import { ARTIFACTS, artifactPath } from '../storage/layout'
 
 const YaraList = Type.Array(YaraMatchSchema)
 
@@ -36,7 +37,7 @@ async function regularFiles(dir: string): Promise<string[]> {
 /** files.json: one `{"path","filepath","pids"}` line per FILE 2 upload (the result server writes it). */
 async function uploadsIndex(dir: string): Promise<Map<string, { filepath: string | null; pids: number[] }>> {
   const index = new Map<string, { filepath: string | null; pids: number[] }>()
-  const stream = createReadStream(path.join(dir, 'files.json'), 'utf8')
+  const stream = createReadStream(artifactPath(dir, ARTIFACTS.filesJson), 'utf8')
   try {
     for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
       let e: { path?: unknown; filepath?: unknown; pids?: unknown }
@@ -69,7 +70,7 @@ async function pathsByContent(dir: string): Promise<Map<string, Map<string, numb
   const out = new Map<string, Map<string, number[]>>()
   let n = 0
   try {
-    for await (const raw of boundedLines(path.join(dir, 'logs', 'behavior.jsonl'), MAX_RECORD_LINE, () => undefined)) {
+    for await (const raw of boundedLines(artifactPath(dir, ARTIFACTS.behaviorLog), MAX_RECORD_LINE, () => undefined)) {
       if (++n > MAX_RECORD_LINES) break
       let r: { type?: unknown; op?: unknown; path?: unknown; sha256?: unknown; pid?: unknown }
       try {
@@ -98,15 +99,15 @@ export async function droppedFiles(dir: string, detectType: FileTypeDetector, lo
   const index = await uploadsIndex(dir)
   const out: DroppedFile[] = []
   const others = await pathsByContent(dir)
-  for (const folder of ['files', 'package_files']) {
-    for (const name of await regularFiles(path.join(dir, folder))) {
+  for (const folder of [ARTIFACTS.dropped, ARTIFACTS.packageFiles]) {
+    for (const name of await regularFiles(artifactPath(dir, folder))) {
       if (out.length >= MAX_DROPPED) {
         log(`more than ${MAX_DROPPED} dropped files: the rest are not in the report`)
         return out
       }
       const relpath = `${folder}/${name}`
       const meta = index.get(relpath)
-      const info = await fileInfo(path.join(dir, folder, name), name.replace(/^[0-9a-f]{16}_/, ''), detectType)
+      const info = await fileInfo(artifactPath(dir, folder, name), name.replace(/^[0-9a-f]{16}_/, ''), detectType)
       const entry: DroppedFile = { ...info, relpath, filepath: meta?.filepath ?? null, pids: meta?.pids ?? [] }
       out.push(entry)
       // The same bytes written to other paths: listed again, each with its own path and writers.
@@ -123,12 +124,12 @@ export async function droppedFiles(dir: string, detectType: FileTypeDetector, lo
 /** `buffer`: the buffers Cuckoo's monitor captured (buffer/<sha1>), described like dropped files. */
 export async function bufferFiles(dir: string, detectType: FileTypeDetector, log: (m: string) => void): Promise<FileInfo[]> {
   const out: FileInfo[] = []
-  for (const name of await regularFiles(path.join(dir, 'buffer'))) {
+  for (const name of await regularFiles(artifactPath(dir, ARTIFACTS.buffer))) {
     if (out.length >= MAX_DROPPED) {
       log(`more than ${MAX_DROPPED} buffers: the rest are not in the report`)
       break
     }
-    out.push(await fileInfo(path.join(dir, 'buffer', name), name, detectType))
+    out.push(await fileInfo(artifactPath(dir, ARTIFACTS.buffer, name), name, detectType))
   }
   return out
 }
@@ -137,9 +138,9 @@ export const ScreenshotSchema = Closed({ path: Type.String(), ocr: Type.String()
 export type Screenshot = Static<typeof ScreenshotSchema>
 
 export async function screenshots(dir: string): Promise<Screenshot[]> {
-  return (await regularFiles(path.join(dir, 'shots')))
+  return (await regularFiles(artifactPath(dir, ARTIFACTS.shots)))
     .filter((n) => /^\d+\.(jpg|png)$/.test(n))
-    .map((n) => ({ path: path.join(dir, 'shots', n), ocr: '' }))
+    .map((n) => ({ path: artifactPath(dir, ARTIFACTS.shots, n), ocr: '' }))
 }
 
 export const ProcessMemorySchema = Closed({
@@ -174,10 +175,10 @@ export type Debug = Static<typeof DebugSchema>
 /** memory/<pid>-<n>.dmp process dumps, sorted by (pid, num) as Cuckoo does. */
 export async function processMemory(dir: string): Promise<ProcessMemory[]> {
   const out: ProcessMemory[] = []
-  for (const name of await regularFiles(path.join(dir, 'memory'))) {
+  for (const name of await regularFiles(artifactPath(dir, ARTIFACTS.processDumps))) {
     const m = /^(\d+)-(\d+)\.dmp$/.exec(name)
     if (!m) continue
-    const file = path.join(dir, 'memory', name)
+    const file = artifactPath(dir, ARTIFACTS.processDumps, name)
     const st = await lstat(file)
     out.push({ file, pid: Number(m[1]), num: Number(m[2]), size: st.size, yara: [], urls: [], regions: [] })
   }
@@ -186,7 +187,7 @@ export async function processMemory(dir: string): Promise<ProcessMemory[]> {
 
 /** The machine's full memory dump (memory=1), if the run took one. */
 export async function fullMemoryDump(dir: string): Promise<{ path: string; size: number } | null> {
-  const file = path.join(dir, 'memory.dmp')
+  const file = artifactPath(dir, ARTIFACTS.memoryDump)
   const st = await lstat(file).catch(() => null)
   return st?.isFile() ? { path: file, size: st.size } : null
 }
@@ -194,10 +195,10 @@ export async function fullMemoryDump(dir: string): Promise<{ path: string; size:
 export async function debugInfo(dir: string, errors: string[]): Promise<Debug> {
   const log: string[] = []
   try {
-    const input = createReadStream(path.join(dir, 'analysis.log'), 'utf8')
+    const input = createReadStream(artifactPath(dir, ARTIFACTS.analysisLog), 'utf8')
     for await (const line of createInterface({ input, crlfDelay: Infinity })) {
       if (log.length >= MAX_LOG_LINES) {
-        log.push(`... (analysis.log has more than ${MAX_LOG_LINES} lines)`)
+        log.push(`... (${ARTIFACTS.analysisLog} has more than ${MAX_LOG_LINES} lines)`)
         input.destroy()
         break
       }

@@ -9,6 +9,7 @@ import path from 'node:path'
 import type { FileInfo } from './file-info'
 import type { ProcessMemory } from './artifacts'
 import { Closed, Type, type Static } from './schema'
+import { ARTIFACTS, artifactPath } from '../storage/layout'
 
 const OutputFileSchema = Closed({ dirname: Type.String(), basename: Type.String(), sha256: Type.String() })
 type OutputFile = Static<typeof OutputFileSchema>
@@ -39,10 +40,10 @@ export async function metadata(dir: string, listed: { dropped: (FileInfo & { rel
     memdumps: [],
     buffers: listed.buffer.map((b) => outputFile(dir, b.path, b.sha256)),
     // A file written to several paths is listed once per path in `dropped`, and once here.
-    dropped: [...new Map(listed.dropped.filter((d) => d.relpath.startsWith('files/')).map((d) => [d.relpath, d])).values()]
+    dropped: [...new Map(listed.dropped.filter((d) => d.relpath.startsWith(`${ARTIFACTS.dropped}/`)).map((d) => [d.relpath, d])).values()]
       .map((d) => outputFile(dir, path.join(dir, d.relpath), d.sha256))
   }
-  const pcap = path.join(dir, 'dump.pcap')
+  const pcap = artifactPath(dir, ARTIFACTS.pcap)
   if ((await lstat(pcap).catch(() => null))?.isFile()) output.pcap = outputFile(dir, pcap, await sha256(pcap))
   for (const m of listed.procmemory) output.memdumps.push(outputFile(dir, m.file, await sha256(m.file)))
   return { output }

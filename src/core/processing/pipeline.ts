@@ -6,7 +6,6 @@
 // noted in `debug.errors` and its section holds its empty value: one bad pcap does not cost the
 // analyst the rest of the report. Only a failure to write the report itself fails the task's
 // processing. report.json's keys are written in the table's order.
-import path from 'node:path'
 import { mkdir } from 'node:fs/promises'
 import type { FileTypeDetector } from '../hashing/magic'
 import { REPORT_SECTIONS, type ReportSectionKey } from '../../shared/report-sections'
@@ -18,6 +17,7 @@ import { yaraScan } from './yara'
 import { scoreOf } from './signatures'
 import { writeJsonReport } from '../reporting/json-writer'
 import { renderHtmlReport } from '../reporting/html/render'
+import { ARTIFACTS, artifactPath } from '../storage/layout'
 
 export { VERSION_TAG, analysisInfo } from './info'
 
@@ -99,11 +99,10 @@ export async function processAnalysis(processing: ProcessingContext, o: Pipeline
   // The table's order, and no key for a section without a value (a run without a memory dump).
   const ordered = Object.fromEntries(REPORT_SECTIONS.filter((s) => built[s.key] !== undefined).map((s) => [s.key, built[s.key]])) as Report
 
-  const reports = path.join(processing.dir, 'reports')
-  await mkdir(reports, { recursive: true })
-  await writeJsonReport(path.join(reports, 'report.json'), ordered)
+  await mkdir(artifactPath(processing.dir, ARTIFACTS.reports), { recursive: true })
+  await writeJsonReport(artifactPath(processing.dir, ARTIFACTS.reportJson), ordered)
   try {
-    await renderHtmlReport(ordered, { dir: processing.dir, out: path.join(reports, 'report.html') })
+    await renderHtmlReport(ordered, { dir: processing.dir, out: artifactPath(processing.dir, ARTIFACTS.reportHtml) })
   } catch (err) {
     fail('report.html', err)
   }

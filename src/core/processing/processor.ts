@@ -8,7 +8,7 @@
 // processing never writes into the folder of a deleted task (db/processing-claims.ts).
 import path from 'node:path'
 import { readFile, realpath } from 'node:fs/promises'
-import type { StorageLayout } from '../storage/layout'
+import { ARTIFACTS, type StorageLayout } from '../storage/layout'
 import type { QueueRepository } from '../db/queue.repository'
 import type { TimelineRepository } from '../db/timeline.repository'
 import type { TasksRepository } from '../db/tasks.repository'
@@ -92,7 +92,7 @@ export class Processor {
       const row = d.tasks.get(id)
       if (!row) return
       const dir = d.layout.analysis(id)
-      const task = await readFile(path.join(dir, 'task.json'), 'utf8').then((t) => JSON.parse(t) as Record<string, unknown>)
+      const task = await readFile(d.layout.artifact(id, ARTIFACTS.taskJson), 'utf8').then((t) => JSON.parse(t) as Record<string, unknown>)
         .catch(() => JSON.parse(d.tasks.viewJson(id) ?? '{}') as Record<string, unknown>)
       const sampleRow = row.sample_id === null ? undefined : d.samples.get(row.sample_id)
       const sample = sampleRow

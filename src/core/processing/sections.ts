@@ -16,6 +16,7 @@ import { readMitmFlows } from './network/mitm-flows'
 import { metadata } from './metadata'
 import { runSignatures } from './signatures'
 import type { Behavior } from './types'
+import { ARTIFACTS, artifactPath } from '../storage/layout'
 
 export interface SectionContext extends ProcessingContext {
   detectType: FileTypeDetector
@@ -79,7 +80,7 @@ export const SECTION_MODULES: { [K in ReportSectionKey]: SectionModule<K> } = {
   extracted: { build: async () => [], fallback: () => [] },
   network: {
     build: async (ctx) => {
-      const network = await analyzePcap(`${ctx.dir}/dump.pcap`, { log: ctx.log })
+      const network = await analyzePcap(artifactPath(ctx.dir, ARTIFACTS.pcap), { log: ctx.log })
       // What the decrypting proxy saw, when the task asked for it.
       try {
         Object.assign(network, await readMitmFlows(ctx.dir))

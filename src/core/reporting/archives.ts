@@ -1,9 +1,9 @@
 // The download archives of an analysis folder, as Cuckoo's REST API served them: tars of the
 // folder (or its dropped / package files) and a zip of the screenshots, all streamed.
 import { lstat, readdir } from 'node:fs/promises'
-import path from 'node:path'
 import type { TarCompression } from './compress'
 import { compareNames, errorCode } from './file-source'
+import { ARTIFACTS, artifactPath } from '../storage/layout'
 
 export type { TarCompression } from './compress'
 export { FileChangedError } from './file-source'
@@ -13,8 +13,8 @@ export { zipOfFiles } from './zip-archive'
 export type ArchiveKind = 'all' | 'dropped' | 'package_files'
 
 /** Left out of 'all': the full VM memory dump, often several GiB (as in Cuckoo). */
-const ALL_EXCLUDES = new Set(['memory.dmp'])
-const SINGLE_FOLDER: Record<Exclude<ArchiveKind, 'all'>, string> = { dropped: 'files', package_files: 'package_files' }
+const ALL_EXCLUDES = new Set<string>([ARTIFACTS.memoryDump])
+const SINGLE_FOLDER = { dropped: ARTIFACTS.dropped, package_files: ARTIFACTS.packageFiles } as const satisfies Record<Exclude<ArchiveKind, 'all'>, string>
 
 /**
  * Top-level entries of `dir` for a download: 'all' = everything but memory.dmp; 'dropped' =
@@ -32,7 +32,7 @@ export async function archiveEntries(dir: string, kind: ArchiveKind): Promise<st
   }
   const name = SINGLE_FOLDER[kind]
   try {
-    await lstat(path.join(dir, name))
+    await lstat(artifactPath(dir, name))
     return [name]
   } catch (err) {
     if (errorCode(err) === 'ENOENT') return []

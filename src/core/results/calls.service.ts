@@ -12,7 +12,7 @@ import type { CallItem, CallsListing, CallsPage } from '../../shared/api/schemas
 import { notFound } from '../errors'
 import { StoredCallsFile } from '../processing/behavior/calls-reader'
 import type { CallsIndex, StoredCall } from '../processing/behavior/calls-schema'
-import { CALLS_DIR, CALLS_INDEX, callsDataName, isInside } from '../storage/layout'
+import { ARTIFACTS, CALLS_DIR, CALLS_INDEX, callsDataName, isInside } from '../storage/layout'
 
 export interface CallsFilter {
   categories: string[]
@@ -274,7 +274,7 @@ export function analysisFromReport(report: (id: number) => Promise<{ kind: strin
     if (r.kind !== 'file' || r.path === undefined) throw noCalls()
     const reports = path.dirname(r.path)
     const analysis = path.dirname(reports)
-    if (path.basename(reports) !== 'reports' || path.basename(analysis) !== String(id)) throw noCalls()
+    if (path.basename(reports) !== ARTIFACTS.reports || path.basename(analysis) !== String(id)) throw noCalls()
     return analysis
   }
 }

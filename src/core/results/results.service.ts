@@ -8,15 +8,15 @@ import { Readable } from 'node:stream'
 import { ApiError, badRequest, notFound } from '../errors'
 import { ErrorCodes } from '../../shared/errors'
 import { summaryDrops } from '../../shared/report-sections'
-import { isInside, type StorageLayout } from '../storage/layout'
+import { ARTIFACTS, isInside, shotFile, type Artifact, type StorageLayout } from '../storage/layout'
 import { indexJsonStream, JsonSyntaxError, type JsonIndex } from '../reporting/json-index'
 import { archiveEntries, tarContentType, tarFileExtension, tarStream, zipOfFiles, type TarCompression } from '../reporting/archives'
 
 export const FILE_FORMATS = {
-  json: { file: 'report.json', type: 'application/json' },
-  html: { file: 'report.html', type: 'text/html; charset=utf-8' },
-  maec: { file: 'report.maec-1.1.xml', type: 'application/xml' },
-  metadata: { file: 'report.metadata.xml', type: 'application/xml' }
+  json: { file: ARTIFACTS.reportJson, type: 'application/json' },
+  html: { file: ARTIFACTS.reportHtml, type: 'text/html; charset=utf-8' },
+  maec: { file: ARTIFACTS.reportMaec, type: 'application/xml' },
+  metadata: { file: ARTIFACTS.reportMetadata, type: 'application/xml' }
 } as const
 export const ARCHIVE_FORMATS = ['all', 'dropped', 'package_files'] as const
 export const REPORT_FORMATS = [...Object.keys(FILE_FORMATS), ...ARCHIVE_FORMATS]
@@ -56,7 +56,7 @@ export class ResultsService {
     const fmt = format.toLowerCase()
     if (fmt in FILE_FORMATS) {
       const spec = FILE_FORMATS[fmt as keyof typeof FILE_FORMATS]
-      const file = await this.existing(id, ['reports', spec.file], reportNotFound)
+      const file = await this.existing(id, reportNotFound, spec.file)
       if (element !== undefined) {
         if (fmt !== 'json') throw new ApiError(404, 'Get specific field is not available in HTML format, try again with JSON format', ErrorCodes.REPORT_NOT_FOUND)
         return this.fromReport(file, (index) => {
@@ -70,7 +70,7 @@ export class ResultsService {
     if (!(ARCHIVE_FORMATS as readonly string[]).includes(fmt)) {
       throw new ApiError(400, `Invalid report format: format '${format}' is not one of ${REPORT_FORMATS.join(', ')}`, ErrorCodes.BAD_REQUEST)
     }
-    const dir = await this.existing(id, [], reportNotFound)
+    const dir = await this.existing(id, reportNotFound)
     const entries = await archiveEntries(dir, fmt as (typeof ARCHIVE_FORMATS)[number])
     return {
       kind: 'stream',
@@ -85,7 +85,7 @@ export class ResultsService {
    * the report's own bytes for the kept keys, so a report of any size is summarised with flat memory.
    */
   async summary(id: number): Promise<StreamResult> {
-    const file = await this.existing(id, ['reports', 'report.json'], reportNotFound)
+    const file = await this.existing(id, reportNotFound, ARTIFACTS.reportJson)
     return this.fromReport(file, (index) => {
       const members: Piece[][] = []
       for (const entry of index.keys) {
@@ -135,21 +135,20 @@ export class ResultsService {
   }
 
   async screenshot(id: number, name: string): Promise<FileResult> {
-    await this.existing(id, ['shots'], () => notFound('Task not found', ErrorCodes.TASK_NOT_FOUND))
+    await this.existing(id, () => notFound('Task not found', ErrorCodes.TASK_NOT_FOUND), ARTIFACTS.shots)
     const [num, small] = name.split('_')
-    const padded = `${num!.padStart(4, '0')}${small ? '_small' : ''}.jpg`
-    const file = await this.existing(id, ['shots', padded], () => notFound('Screenshot not found!', ErrorCodes.FILE_NOT_FOUND))
+    const file = await this.existing(id, () => notFound('Screenshot not found!', ErrorCodes.FILE_NOT_FOUND), ARTIFACTS.shots, shotFile(num!, small !== undefined))
     return { kind: 'file', path: file, contentType: 'image/jpeg' }
   }
 
   async screenshots(id: number): Promise<StreamResult> {
-    const dir = await this.existing(id, ['shots'], () => notFound('Task not found', ErrorCodes.TASK_NOT_FOUND))
+    const dir = await this.existing(id, () => notFound('Task not found', ErrorCodes.TASK_NOT_FOUND), ARTIFACTS.shots)
     return { kind: 'stream', stream: await zipOfFiles(dir), contentType: 'application/zip', downloadName: `${id}_screenshots.zip` }
   }
 
   async memoryList(id: number): Promise<string[]> {
     const missing = () => notFound('Memory dump not found', ErrorCodes.FILE_NOT_FOUND)
-    const dir = await this.existing(id, ['memory'], missing)
+    const dir = await this.existing(id, missing, ARTIFACTS.processDumps)
     const names = (await readdir(dir, { withFileTypes: true }))
       .filter((e) => e.isFile())
       .map((e) => (e.name.endsWith('.dmp') ? e.name.slice(0, -4) : e.name))
@@ -160,18 +159,18 @@ export class ResultsService {
 
   async memoryDump(id: number, name: string): Promise<FileResult> {
     if (name === '.' || name === '..') throw badRequest('pid', 'a dump name from /memory/list/{id}, such as 1234-1')
-    const file = await this.existing(id, ['memory', `${name}.dmp`], () => notFound('Memory dump not found', ErrorCodes.FILE_NOT_FOUND))
+    const file = await this.existing(id, () => notFound('Memory dump not found', ErrorCodes.FILE_NOT_FOUND), ARTIFACTS.processDumps, `${name}.dmp`)
     return { kind: 'file', path: file, contentType: 'application/octet-stream', downloadName: `${id}-${name}.dmp` }
   }
 
   async pcap(id: number): Promise<FileResult> {
-    const file = await this.existing(id, ['dump.pcap'], () => notFound('File not found', ErrorCodes.FILE_NOT_FOUND))
+    const file = await this.existing(id, () => notFound('File not found', ErrorCodes.FILE_NOT_FOUND), ARTIFACTS.pcap)
     return { kind: 'file', path: file, contentType: 'application/vnd.tcpdump.pcap', downloadName: `${id}.pcap` }
   }
 
   /** The decrypting proxy's flows of a task, in mitmproxy's own format (open with mitmproxy -r). */
   async flows(id: number): Promise<FileResult> {
-    const file = await this.existing(id, ['mitm', 'dump.mitm'], () => notFound('This task has no decrypted flows', ErrorCodes.FILE_NOT_FOUND))
+    const file = await this.existing(id, () => notFound('This task has no decrypted flows', ErrorCodes.FILE_NOT_FOUND), ARTIFACTS.mitmDump)
     return { kind: 'file', path: file, contentType: 'application/octet-stream', downloadName: `${id}.mitm` }
   }
 
@@ -181,13 +180,13 @@ export class ResultsService {
    * attachment named `<task>-<name>.bin`: the guest's name without the content prefix, cut to
    * letters, digits, dot, dash and underscore, and never runnable by a double click.
    */
-  async droppedFile(id: number, folder: 'files' | 'package_files', name: string): Promise<FileResult> {
+  async droppedFile(id: number, folder: typeof ARTIFACTS.dropped | typeof ARTIFACTS.packageFiles, name: string): Promise<FileResult> {
     if (name === '.' || name === '..') throw badRequest('name', 'a file name in that folder, as in the dropped file\'s relpath')
     const missing = () => notFound('Dropped file not found', ErrorCodes.FILE_NOT_FOUND)
     if (!this.tasks.exists(id)) throw missing()
     let real: string
     try {
-      real = await realpath(this.layout.analysisFile(id, folder, name))
+      real = await realpath(this.layout.artifact(id, folder, name))
       if (!(await stat(real)).isFile() || !isInside(await realpath(this.layout.analysis(id)), real)) throw missing()
     } catch {
       throw missing()
@@ -202,12 +201,13 @@ export class ResultsService {
   }
 
   /**
-   * The path of an existing entry of an analysis folder of an existing task, resolved and kept
-   * inside the data dir. Every analysis result is looked up through here.
+   * The path of an existing artifact (then names inside it) of an existing task's analysis folder,
+   * or of the folder itself, resolved and kept inside the data dir. Every analysis result is looked
+   * up through here.
    */
-  private async existing(id: number, parts: string[], missing: () => ApiError): Promise<string> {
+  private async existing(id: number, missing: () => ApiError, name?: Artifact, ...parts: string[]): Promise<string> {
     if (!this.tasks.exists(id)) throw missing()
-    return this.contained(this.layout.analysisFile(id, ...parts), missing)
+    return this.contained(name === undefined ? this.layout.analysis(id) : this.layout.artifact(id, name, ...parts), missing)
   }
 
   private async contained(candidate: string, missing: () => ApiError): Promise<string> {

@@ -24,6 +24,7 @@ import { readHeader, MAX_HEADER_LINE, type Header } from './netlog-header'
 import { sanitizeUploadPath } from './upload-path'
 import { openInside, appendLine } from './open-inside'
 import { FileSink, LogLineSink, TaskBudget } from './sinks'
+import { ARTIFACTS, monitorLogName } from '../storage/layout'
 
 export interface ResultServerLimits { uploadMaxSize: number; taskMaxSize: number } // bytes per file / per task
 /** `bytes` stored (without the marker); `truncated`: bytes were dropped by the per-file or the task cap. */
@@ -287,11 +288,12 @@ export class ResultServer {
       if (previous !== undefined) await previous
       if (socket.destroyed) return
       const mode = t.bsonCreated.has(pid) ? 'append' : 'create'
-      const fh = await openInside(t.reg.dir, 'logs', `${pid}.bson`, mode).catch((err: unknown) => {
-        throw new Refused(`cannot ${mode === 'create' ? 'create' : 'append to'} logs/${pid}.bson: ${message(err)}`)
+      const rel = `${ARTIFACTS.logs}/${monitorLogName(pid)}`
+      const fh = await openInside(t.reg.dir, ARTIFACTS.logs, monitorLogName(pid), mode).catch((err: unknown) => {
+        throw new Refused(`cannot ${mode === 'create' ? 'create' : 'append to'} ${rel}: ${message(err)}`)
       })
       t.bsonCreated.add(pid)
-      await this.drain(t, conn, new FileSink(fh, null, t.budget), `logs/${pid}.bson`)
+      await this.drain(t, conn, new FileSink(fh, null, t.budget), rel)
     } finally {
       release()
     }
@@ -337,7 +339,7 @@ export class ResultServer {
   private appendFilesJson(t: TaskState, line: string): Promise<void> {
     const next = t.filesJson.then(() => {
       t.budget.take(line.length + 1)
-      return appendLine(t.reg.dir, 'files.json', line)
+      return appendLine(t.reg.dir, ARTIFACTS.filesJson, line)
     })
     t.filesJson = next.catch(() => undefined)
     return next

@@ -6,8 +6,10 @@ import { mkdir, mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { TaskRegistration, UploadInfo } from './result-server'
+import { RESULT_DIRS } from '../scheduler/analysis-folder'
 
-export const FOLDERS = ['files', 'shots', 'buffer', 'extracted', 'memory', 'reports', 'logs'] as const
+/** The folders the engine makes before a run (analysis-folder.ts). */
+export const FOLDERS = RESULT_DIRS
 
 export function connectFrom(port: number, localAddress: string, host = '127.0.0.1'): Promise<Socket> {
   return new Promise((resolve, reject) => {

@@ -2,11 +2,10 @@
 // netlog_sanitize_fname, widened as cuckoo-internals.md §3.4 recommends). The path comes from a
 // hostile guest, so it is reduced to exactly "<allowed folder>/<single name>" or refused; nothing
 // here touches the disk (opening is open-inside.ts's job).
+import { ARTIFACTS, MONITOR_LOG_EXT, UPLOAD_DIRS } from '../storage/layout'
 
 /** Folders of the analysis folder a guest may write into (2.0.7's list + package_files and logs). */
-export const UPLOAD_FOLDERS: ReadonlySet<string> = new Set([
-  'files', 'shots', 'buffer', 'extracted', 'memory', 'package_files', 'logs'
-])
+export const UPLOAD_FOLDERS: ReadonlySet<string> = new Set(UPLOAD_DIRS)
 
 export interface UploadPath {
   folder: string
@@ -34,6 +33,6 @@ export function sanitizeUploadPath(raw: string): UploadPathResult {
   if (name === '' || name === '.' || name === '..') return { ok: false, reason: 'empty or dot name' }
   if (Buffer.byteLength(name) > NAME_MAX) return { ok: false, reason: 'name too long' }
   // The monitor's API logs arrive only over BSON <pid>; a FILE upload must not pose as one.
-  if (folder === 'logs' && /\.bson$/i.test(name)) return { ok: false, reason: 'logs/*.bson is reserved for BSON streams' }
+  if (folder === ARTIFACTS.logs && name.toLowerCase().endsWith(MONITOR_LOG_EXT)) return { ok: false, reason: 'logs/*.bson is reserved for BSON streams' }
   return { ok: true, path: { folder, name, rel: `${folder}/${name}` } }
 }

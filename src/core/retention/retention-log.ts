@@ -3,9 +3,8 @@
 // are only appended. Reading takes the newest runs from the end of the file (at most READ_CAP
 // bytes of it: a run that deleted 100,000 tasks is a line of ~15 MB).
 import { appendFileSync, closeSync, fstatSync, openSync, readSync } from 'node:fs'
-import path from 'node:path'
 import type { RunRecord } from '../../shared/api/retention'
-import { LOG_FILE } from './retention-rules'
+import { createLayout } from '../storage/layout'
 
 const READ_CAP = 32 * 1024 * 1024
 
@@ -13,7 +12,7 @@ export class RetentionLog {
   readonly file: string
 
   constructor(dataRoot: string) {
-    this.file = path.join(dataRoot, LOG_FILE)
+    this.file = createLayout(dataRoot).retentionLog
   }
 
   append(run: RunRecord): void {

@@ -4,7 +4,7 @@
 // field, and nothing is deleted), and written whole through a temporary file and a rename, so a
 // crash never leaves half a file.
 import { readFileSync, renameSync, writeFileSync } from 'node:fs'
-import path from 'node:path'
+import { createLayout, DATA_FILES } from '../storage/layout'
 import { Compile } from 'typebox/compile'
 import type { Static, TSchema } from 'typebox'
 import { ApiError, badRequest, notFound } from '../errors'
@@ -14,12 +14,8 @@ import {
   type Rule, type RuleFields as RuleFieldsT, type ScheduleFields as ScheduleFieldsT
 } from '../../shared/api/retention'
 
-/**
- * The file names in the data directory. Fixed names joined to the root, never anything a client
- * sends (storage/layout.ts names the storage/ tree; these two sit beside aviary.db).
- */
-export const RULES_FILE = 'retention.json'
-export const LOG_FILE = 'retention-log.jsonl'
+/** The rules' file name in the data directory, for messages (storage/layout.ts names it). */
+export const RULES_FILE = DATA_FILES.retentionRules
 
 export const DEFAULT_INTERVAL_MINUTES = 60
 
@@ -73,7 +69,7 @@ export class RuleStore {
   readonly file: string
 
   constructor(dataRoot: string) {
-    this.file = path.join(dataRoot, RULES_FILE)
+    this.file = createLayout(dataRoot).retentionRules
   }
 
   /** The file now; its defaults (no rules, schedule off) when there is none. */

@@ -4,12 +4,12 @@
 import { writeFileSync } from 'node:fs'
 import { mkdir, readdir, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { isInside, type StorageLayout } from '../storage/layout'
+import { ARTIFACTS, isInside, type StorageLayout } from '../storage/layout'
 
 /** Cuckoo's RESULT_DIRECTORIES: made up front so the guest's uploads find their folders. */
-export const RESULT_DIRS = ['files', 'shots', 'buffer', 'extracted', 'memory', 'reports', 'logs'] as const
+export const RESULT_DIRS = [ARTIFACTS.dropped, ARTIFACTS.shots, ARTIFACTS.buffer, ARTIFACTS.extracted, ARTIFACTS.processDumps, ARTIFACTS.reports, ARTIFACTS.logs] as const
 /** Kept when a task is run again after an interrupted attempt: its history. */
-const KEPT = new Set(['analysis.log', 'task.json'])
+const KEPT = new Set<string>([ARTIFACTS.analysisLog, ARTIFACTS.taskJson])
 
 export async function prepareAnalysisFolder(layout: StorageLayout, taskId: number, sha256: string | null): Promise<string> {
   const dir = layout.analysis(taskId)
@@ -19,9 +19,9 @@ export async function prepareAnalysisFolder(layout: StorageLayout, taskId: numbe
   for (const name of await readdir(dir)) {
     if (!KEPT.has(name)) await rm(layout.analysisFile(taskId, name), { recursive: true, force: true })
   }
-  for (const sub of RESULT_DIRS) await mkdir(layout.analysisFile(taskId, sub), { recursive: true })
+  for (const sub of RESULT_DIRS) await mkdir(layout.artifact(taskId, sub), { recursive: true })
   if (sha256 !== null) {
-    const link = layout.analysisFile(taskId, 'binary')
+    const link = layout.artifact(taskId, ARTIFACTS.binary)
     await unlink(link).catch(() => undefined)
     // Relative, so the data directory can be moved or archived whole.
     await symlink(path.relative(dir, layout.binary(sha256)), link)
@@ -30,7 +30,7 @@ export async function prepareAnalysisFolder(layout: StorageLayout, taskId: numbe
 }
 
 export async function writeTaskJson(layout: StorageLayout, taskId: number, json: string): Promise<void> {
-  await writeFile(layout.analysisFile(taskId, 'task.json'), json + '\n', { mode: 0o644 })
+  await writeFile(layout.artifact(taskId, ARTIFACTS.taskJson), json + '\n', { mode: 0o644 })
 }
 
 /**
@@ -39,7 +39,7 @@ export async function writeTaskJson(layout: StorageLayout, taskId: number, json:
  * the start of the run.
  */
 export function writeTaskJsonNow(layout: StorageLayout, taskId: number, json: string): void {
-  writeFileSync(layout.analysisFile(taskId, 'task.json'), json + '\n', { mode: 0o644 })
+  writeFileSync(layout.artifact(taskId, ARTIFACTS.taskJson), json + '\n', { mode: 0o644 })
 }
 
 /**
@@ -50,11 +50,12 @@ export function writeTaskJsonNow(layout: StorageLayout, taskId: number, json: st
 export async function rebootFiles(layout: StorageLayout, originalId: number): Promise<{ guestPath: string; localPath: string }[]> {
   let text: string
   try {
-    text = await readFile(layout.analysisFile(originalId, 'files.json'), 'utf8')
+    text = await readFile(layout.artifact(originalId, ARTIFACTS.filesJson), 'utf8')
   } catch {
     return []
   }
-  const filesDir = layout.analysisFile(originalId, 'files')
+  const filesDir = layout.artifact(originalId, ARTIFACTS.dropped)
+  const prefix = `${ARTIFACTS.dropped}/`
   const out: { guestPath: string; localPath: string }[] = []
   for (const line of text.split('\n')) {
     let entry: { path?: unknown; filepath?: unknown }
@@ -63,10 +64,10 @@ export async function rebootFiles(layout: StorageLayout, originalId: number): Pr
     } catch {
       continue
     }
-    if (typeof entry.path !== 'string' || typeof entry.filepath !== 'string' || !entry.path.startsWith('files/')) continue
-    const name = entry.path.slice('files/'.length)
+    if (typeof entry.path !== 'string' || typeof entry.filepath !== 'string' || !entry.path.startsWith(prefix)) continue
+    const name = entry.path.slice(prefix.length)
     if (name.includes('/')) continue
-    const localPath = layout.analysisFile(originalId, 'files', name)
+    const localPath = layout.artifact(originalId, ARTIFACTS.dropped, name)
     if (isInside(filesDir, localPath)) out.push({ guestPath: entry.filepath, localPath })
   }
   return out

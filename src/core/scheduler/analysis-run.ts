@@ -23,6 +23,7 @@ import { AGENT_PORT } from '../../guest-protocol/agent-api'
 import { startCapture, type Capture } from '../capture/tcpdump'
 import { startScreenshots } from '../capture/screenshots'
 import { prepareAnalysisFolder, rebootFiles, writeTaskJson, writeTaskJsonNow } from './analysis-folder'
+import { ARTIFACTS } from '../storage/layout'
 import { TaskLog } from './task-log'
 import type { RunnerDeps } from './run-deps'
 
@@ -67,7 +68,7 @@ export class AnalysisRun {
   async execute(): Promise<void> {
     const sample = this.task.sample_id === null ? undefined : this.d.samples.get(this.task.sample_id)
     await prepareAnalysisFolder(this.d.layout, this.id, sample?.sha256 ?? null)
-    this.log = new TaskLog(this.d.layout.analysisFile(this.id, 'analysis.log'))
+    this.log = new TaskLog(this.d.layout.artifact(this.id, ARTIFACTS.analysisLog))
     let ending: Ending
     try {
       this.driver = this.d.driver(this.machine.driver)
@@ -126,7 +127,7 @@ export class AnalysisRun {
     if (this.driver.capabilities.screenshots && s.screenshotInterval > 0) {
       this.shots = startScreenshots({
         grab: () => this.driver.screenshot(this.dm),
-        dir: this.d.layout.analysisFile(this.id, 'shots'),
+        dir: this.d.layout.artifact(this.id, ARTIFACTS.shots),
         intervalSeconds: s.screenshotInterval,
         log: (msg) => this.log.warn(msg)
       })
@@ -153,7 +154,7 @@ export class AnalysisRun {
     const m = this.machine
     this.net = new TaskNetwork({
       routing, options: this.task.options, guest: m.ip, resultserver: { ip: m.resultserver_ip, port: rsPort },
-      mitmConf: this.d.layout.mitmConf, mitmDir: this.d.layout.analysisFile(this.id, 'mitm'), log: (msg) => this.log.info(msg)
+      mitmConf: this.d.layout.mitmConf, analysisDir: this.d.layout.analysis(this.id), log: (msg) => this.log.info(msg)
     })
     this.d.tasks.setRoute(this.id, this.net.route)
     await this.net.start()
@@ -203,7 +204,7 @@ export class AnalysisRun {
     try {
       this.capture = await startCapture({
         tcpdump: this.d.settings().tcpdump, iface: m.interface, guestIp: m.ip, agentPort: AGENT_PORT,
-        resultserver: { ip: m.resultserver_ip, port: rsPort }, file: this.d.layout.analysisFile(this.id, 'dump.pcap')
+        resultserver: { ip: m.resultserver_ip, port: rsPort }, file: this.d.layout.artifact(this.id, ARTIFACTS.pcap)
       })
     } catch (err) {
       if (!final && !existsSync(path.join('/sys/class/net', m.interface))) {
@@ -225,7 +226,7 @@ export class AnalysisRun {
     if (this.vmStarted && this.task.memory === 1) {
       await this.step('memory dump', async () => {
         if (!this.driver.capabilities.memoryDump) throw new Error(`the ${this.machine.driver} driver cannot dump a machine's memory`)
-        const file = this.d.layout.analysisFile(this.id, 'memory.dmp')
+        const file = this.d.layout.artifact(this.id, ARTIFACTS.memoryDump)
         await this.driver.dumpMemory(this.dm, file)
         this.stage('memory_dumped', `${(await stat(file)).size} bytes`)
       })
@@ -264,7 +265,7 @@ export class AnalysisRun {
       try {
         if (json !== undefined) writeTaskJsonNow(this.d.layout, this.id, json)
       } catch (err) {
-        this.log.warn(`task.json not written: ${message(err)}`)
+        this.log.warn(`${ARTIFACTS.taskJson} not written: ${message(err)}`)
       }
     }
   }

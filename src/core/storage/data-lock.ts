@@ -1,12 +1,12 @@
 // One service per data directory: two would hand the same machines and task ids out twice.
 // The lock is a file holding the owner's pid; a stale one (its process gone) is taken over.
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
-import path from 'node:path'
+import { createLayout } from './layout'
 
 export class DataDirLockedError extends Error {}
 
 export function lockDataDir(root: string): () => void {
-  const file = path.join(root, 'aviary.lock')
+  const file = createLayout(root).lockFile
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(file, 'wx', 0o644)

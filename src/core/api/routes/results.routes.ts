@@ -8,13 +8,14 @@ import { ArchiveQuery, MemoryParams, PcapParams, ReportParams, ScreenshotParams,
 import { sendResult } from '../send-file'
 import { withV1 } from './paths'
 import { stripEmptyFields } from '../empty-fields'
+import { ARTIFACTS } from '../../storage/layout'
 
 const Binary = Type.Unsafe<unknown>({ type: 'string', format: 'binary' })
 
 /** One dropped file: its folder in the analysis (files/ or package_files/) and its name there (report.json's dropped[].relpath). */
 const DroppedFileParams = Type.Object({
   ...TaskIdParams.properties,
-  folder: { ...Type.String({ enum: ['files', 'package_files'] }), 'x-allowed': 'files or package_files (the first part of a dropped file\'s relpath)' },
+  folder: { ...Type.String({ enum: [ARTIFACTS.dropped, ARTIFACTS.packageFiles] }), 'x-allowed': `${ARTIFACTS.dropped} or ${ARTIFACTS.packageFiles} (the first part of a dropped file's relpath)` },
   name: {
     ...Type.String({ minLength: 1, maxLength: 255, pattern: '^[^/\\\\\\u0000]+$' }),
     'x-allowed': 'a file name in that folder, as in the dropped file\'s relpath (at most 255 characters, no slash)'
@@ -81,7 +82,7 @@ export const resultsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (bas
     }
   }, async (request, reply) => {
     const { id, folder, name } = request.params
-    return sendResult(request, reply, await ctx.results.droppedFile(id, folder as 'files' | 'package_files', name))
+    return sendResult(request, reply, await ctx.results.droppedFile(id, folder as typeof ARTIFACTS.dropped | typeof ARTIFACTS.packageFiles, name))
   })
 
   for (const url of withV1('/pcap/get/:task')) {

@@ -16,6 +16,7 @@ import { CallsStoreWriter, DEFAULT_MAX_CALLS, removeCallsStore, type CommittedSt
 import { readStraceLog } from './strace-calls.js'
 import { buildProcessTree } from './tree.js'
 import { parseMonitorLog, type MonitorProcess } from './windows-calls.js'
+import { ARTIFACTS, artifactPath, MONITOR_LOG_EXT } from '../../storage/layout.js'
 
 export { monitorCalls, type MonitorCall } from './windows-calls.js'
 export { DEFAULT_MAX_CALLS } from './calls-store.js'
@@ -72,7 +73,7 @@ export function behaviorOptions(task: Record<string, unknown>): BehaviorOptions 
 
 export async function analyzeBehaviorDetailed(dir: string, options: BehaviorOptions = {}): Promise<BehaviorResult> {
   const sizeLimit = options.sizeLimit ?? DEFAULT_SIZE_LIMIT
-  const logs = join(dir, 'logs')
+  const logs = artifactPath(dir, ARTIFACTS.logs)
   const processes: ProcessSeen[] = []
   const perProcess = new Map<number, Summary>()
   const summary: Summary = new Map()
@@ -87,7 +88,7 @@ export async function analyzeBehaviorDetailed(dir: string, options: BehaviorOpti
     else merge(mine, s)
   }
 
-  const jsonl = join(logs, 'behavior.jsonl')
+  const jsonl = artifactPath(dir, ARTIFACTS.behaviorLog)
   if (await exists(jsonl)) {
     const aviary = await readAviaryLog(jsonl)
     result.analyzer = aviary.analyzer
@@ -103,22 +104,22 @@ export async function analyzeBehaviorDetailed(dir: string, options: BehaviorOpti
   const store = await CallsStoreWriter.create(dir, { maxCalls: options.maxCalls ?? DEFAULT_MAX_CALLS })
   let committed: CommittedStore | null = null
   try {
-    const names = (await readdir(logs).catch(() => [] as string[])).filter((n) => n.endsWith('.bson')).sort()
+    const names = (await readdir(logs).catch(() => [] as string[])).filter((n) => n.endsWith(MONITOR_LOG_EXT)).sort()
     for (const name of names) {
       const path = join(logs, name)
       const size = (await stat(path)).size
       if (size > sizeLimit) {
-        result.notes.push(`logs/${name}: ${size} bytes is over the ${sizeLimit}-byte limit, not parsed`)
+        result.notes.push(`${ARTIFACTS.logs}/${name}: ${size} bytes is over the ${sizeLimit}-byte limit, not parsed`)
         continue
       }
-      const log = await parseMonitorLog(path, { store, taken: pids, bufferDir: join(dir, 'buffer') })
-      result.notes.push(...log.notes.map((n) => n.replace(path, `logs/${name}`)))
+      const log = await parseMonitorLog(path, { store, taken: pids, bufferDir: artifactPath(dir, ARTIFACTS.buffer) })
+      result.notes.push(...log.notes.map((n) => n.replace(path, `${ARTIFACTS.logs}/${name}`)))
       result.actions.push(...log.actions)
       result.debug.push(...log.debug)
       anomaly.push(...log.anomalies)
       for (const p of log.processes) {
         if (p.ignored) {
-          result.notes.push(`logs/${name}: pid ${p.pid} already seen, its second process record is ignored`)
+          result.notes.push(`${ARTIFACTS.logs}/${name}: pid ${p.pid} already seen, its second process record is ignored`)
           continue
         }
         processes.push(reportProcess(p))
@@ -127,7 +128,7 @@ export async function analyzeBehaviorDetailed(dir: string, options: BehaviorOpti
       }
     }
 
-    const straceLog = join(logs, 'strace.log')
+    const straceLog = artifactPath(dir, ARTIFACTS.straceLog)
     if (await exists(straceLog)) {
       const traced = await readStraceLog(straceLog, store, new Set(pids))
       result.notes.push(...traced.notes)

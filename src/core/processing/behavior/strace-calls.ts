@@ -30,6 +30,7 @@ import type { StoredCall } from './calls-schema'
 import type { CallsStoreWriter } from './calls-store'
 import { parseReturn, parseStraceLine } from './strace-line'
 import { buildCall, splitBody } from './strace-syscalls'
+import { ARTIFACTS } from '../../storage/layout'
 
 /** Longest line read (an execve with its whole environment is a few KiB; strace caps strings). */
 export const MAX_LINE = 1024 * 1024
@@ -306,11 +307,11 @@ export class StraceCallsParser {
       })
     }
     const c = this.counts
-    if (c.unreadable > 0) out.notes.push(`logs/strace.log: ${c.unreadable} line(s) that are not strace's were skipped`)
-    if (c.orphans > 0) out.notes.push(`logs/strace.log: ${c.orphans} resumed call(s) without their start were skipped`)
-    if (c.pendingCut > 0) out.notes.push(`logs/strace.log: ${c.pendingCut} interrupted call(s) beyond ${MAX_PENDING} waiting were skipped`)
-    if (c.dropped > 0) out.notes.push(`logs/strace.log: ${c.dropped} call(s) of tasks beyond ${MAX_TASKS} were skipped`)
-    if (c.summaryCut > 0) out.notes.push(`logs/strace.log: ${c.summaryCut} summary value(s) beyond ${MAX_SUMMARY_VALUES} per key were left out`)
+    if (c.unreadable > 0) out.notes.push(`${ARTIFACTS.straceLog}: ${c.unreadable} line(s) that are not strace's were skipped`)
+    if (c.orphans > 0) out.notes.push(`${ARTIFACTS.straceLog}: ${c.orphans} resumed call(s) without their start were skipped`)
+    if (c.pendingCut > 0) out.notes.push(`${ARTIFACTS.straceLog}: ${c.pendingCut} interrupted call(s) beyond ${MAX_PENDING} waiting were skipped`)
+    if (c.dropped > 0) out.notes.push(`${ARTIFACTS.straceLog}: ${c.dropped} call(s) of tasks beyond ${MAX_TASKS} were skipped`)
+    if (c.summaryCut > 0) out.notes.push(`${ARTIFACTS.straceLog}: ${c.summaryCut} summary value(s) beyond ${MAX_SUMMARY_VALUES} per key were left out`)
     return out
   }
 }
@@ -328,7 +329,7 @@ export async function readStraceLog(file: string, store: CallsStoreWriter, known
   // A last line the cap cut short is half a call: left out rather than misread.
   if (last !== '' && !cut) await parser.line(last)
   const out = parser.result()
-  if (end.overlong > 0) out.notes.push(`logs/strace.log: ${end.overlong} line(s) longer than ${MAX_LINE} bytes were skipped`)
-  if (cut) out.cut = `logs/strace.log ends inside a line at byte ${end.bytes} (cut by the result server's size cap, or the guest stopped): calls after it are missing`
+  if (end.overlong > 0) out.notes.push(`${ARTIFACTS.straceLog}: ${end.overlong} line(s) longer than ${MAX_LINE} bytes were skipped`)
+  if (cut) out.cut = `${ARTIFACTS.straceLog} ends inside a line at byte ${end.bytes} (cut by the result server's size cap, or the guest stopped): calls after it are missing`
   return out
 }

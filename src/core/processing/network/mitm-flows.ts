@@ -13,6 +13,7 @@ import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { toPrintable } from './printable'
 import { Closed, Nullable, Type, type Static } from '../schema'
+import { ARTIFACTS, artifactPath } from '../../storage/layout'
 
 export const BodyRefSchema = Closed({
   /** network/<sha1> in the analysis folder, or null without a body. */
@@ -70,9 +71,9 @@ function headers(v: unknown): [string, string][] {
 
 export async function readMitmFlows(dir: string): Promise<MitmFlows> {
   const out: MitmFlows = { http_ex: [], https_ex: [], mitm: [] }
-  const file = path.join(dir, 'mitm', 'flows.jsonl')
+  const file = artifactPath(dir, ARTIFACTS.mitmFlows)
   if (!existsSync(file)) return out
-  const bodies = path.join(dir, 'network')
+  const bodies = artifactPath(dir, ARTIFACTS.network)
   const saved = new Set<string>()
   const save = async (b64: unknown, size: unknown, truncated: unknown): Promise<{ ref: BodyRef; preview: string }> => {
     const data = Buffer.from(str(b64), 'base64')
@@ -81,7 +82,7 @@ export async function readMitmFlows(dir: string): Promise<MitmFlows> {
     const sha1 = createHash('sha1').update(data).digest('hex')
     ref.sha1 = sha1
     ref.md5 = createHash('md5').update(data).digest('hex')
-    ref.path = `network/${sha1}`
+    ref.path = `${ARTIFACTS.network}/${sha1}`
     if (!saved.has(sha1)) {
       saved.add(sha1)
       await mkdir(bodies, { recursive: true })

@@ -8,6 +8,7 @@ import { size, text, when } from './escape'
 import { MAX_LIST, generic, kv, moreLine, table, tags, type Obj } from './blocks'
 import type { PageWriter } from './page-writer'
 import { isObj, num, obj, objs, str, strs } from '../report-view'
+import { ARTIFACTS, artifactPath } from '../../storage/layout'
 
 export const MAX_SHOTS = 24
 const MAX_THUMB_BYTES = 2 * 1024 * 1024
@@ -122,7 +123,7 @@ async function shotNames(report: Obj, dir: string): Promise<string[]> {
   const fromReport = objs(report, 'screenshots').map((s) => path.basename(str(s, 'path'))).filter(valid)
   if (fromReport.length > 0) return fromReport
   try {
-    return (await readdir(path.join(dir, 'shots'))).filter(valid).sort()
+    return (await readdir(artifactPath(dir, ARTIFACTS.shots))).filter(valid).sort()
   } catch {
     return []
   }
@@ -131,12 +132,12 @@ async function shotNames(report: Obj, dir: string): Promise<string[]> {
 /** The thumbnail of a shot as a data: URI: shots/NNNN_small.jpg, else made from the shot with sharp. */
 async function thumbnail(dir: string, name: string): Promise<string | null> {
   const stem = name.replace(/\.[^.]+$/, '')
-  const small = path.join(dir, 'shots', `${stem}_small.jpg`)
+  const small = artifactPath(dir, ARTIFACTS.shots, `${stem}_small.jpg`)
   try {
     if ((await stat(small)).size <= MAX_THUMB_BYTES) return `data:image/jpeg;base64,${(await readFile(small)).toString('base64')}`
   } catch { /* no thumbnail yet: make one */ }
   try {
-    const jpeg = await sharp(path.join(dir, 'shots', name)).resize(320, 320, { fit: 'inside' }).jpeg({ quality: 70 }).toBuffer()
+    const jpeg = await sharp(artifactPath(dir, ARTIFACTS.shots, name)).resize(320, 320, { fit: 'inside' }).jpeg({ quality: 70 }).toBuffer()
     return `data:image/jpeg;base64,${jpeg.toString('base64')}`
   } catch {
     return null
