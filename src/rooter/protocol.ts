@@ -10,7 +10,7 @@ export const DEFAULT_ROOTER_SOCKET = '/run/aviary/rooter.sock'
 export const MAX_REQUEST_BYTES = 4096
 
 /**
- * The routes a task can take:
+ * The routes a task can take (adding one: docs/network.md, "Adding a route"):
  * - `none`: the guest reaches the result server (and answers its agent); everything else dropped
  * - `drop`: the same rules (Cuckoo's name for them)
  * - `internet`: out through a named interface with NAT, only to outside addresses

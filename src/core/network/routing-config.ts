@@ -4,7 +4,7 @@
 // doctor` says so); a new install's machines.json has it, with `none` as the default.
 import { isIPv4 } from 'node:net'
 import { Type, type Static } from 'typebox'
-import { DEFAULT_ROOTER_SOCKET } from '../../rooter/protocol'
+import { DEFAULT_ROOTER_SOCKET, type RouteKind } from '../../rooter/protocol'
 
 const Iface = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,15}$' })
 const RouteName = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' })
@@ -26,7 +26,8 @@ export type RoutingSection = Static<typeof RoutingSection>
 /** A route the host offers: its name (what a task's `route` says) and how the rooter builds it. */
 export interface RouteOffer {
   name: string
-  kind: 'none' | 'drop' | 'internet' | 'inetsim' | 'vpn'
+  /** The rooter's kind of route (rooter/protocol.ts); adding one: docs/network.md, "Adding a route". */
+  kind: RouteKind
   interface: string | null
   description: string
 }

@@ -1,5 +1,5 @@
-// The rule set: every rule of this folder, in the order they run. Adding a rule is adding a file
-// next to this one and a line here.
+// The rule set: every rule of this folder, in the order they run. Adding a rule: a file next to
+// this one, a line here, its techniques in attack.ts and its case in signatures.test.ts (README.md).
 import type { SignatureRule } from '../signature'
 import { contactsBareIp } from './contacts-bare-ip'
 import { deletesSelf } from './deletes-self'
