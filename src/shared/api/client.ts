@@ -1,13 +1,17 @@
-// A small client of the analysis API, for `aviary submit`, the UI and the dispatcher. It runs
-// anywhere fetch, FormData and Blob exist (Node 20, browsers, Electron).
+// A small client of the analysis API, for `aviary submit`, the dispatcher and the UI (renderer/src/api/
+// client.ts gives the page one per connection). It runs anywhere fetch, FormData and Blob exist
+// (Node 20, browsers, Electron). Its paths are the routes' and its answers are typed with the
+// routes' own response schemas (schemas.ts, responses.ts).
 //
-// The server may be hostile (a dispatcher's node runs malware, and may be the malware's): every
-// answer is read within the timeout (headers and body) and a size cap, and a 2xx answer must be
-// JSON with what the caller reads in it. An answer that fails any of that is an ApiClientError of
-// status 0, like an unreachable server, never a TypeError somewhere in the caller.
+// The server may be hostile (a dispatcher's node runs malware, and may be the malware's; the UI
+// reaches remote servers): every answer is read within the timeout (headers and body) and a size
+// cap, and a 2xx answer must be JSON with what the caller reads in it. An answer that fails any of
+// that is an ApiClientError of status 0, like an unreachable server, never a TypeError somewhere in
+// the caller.
 import { Type, type Static, type TSchema } from 'typebox'
 import { Compile, type Validator } from 'typebox/compile'
-import type { Machine, Sample, ServiceStatus, Task } from './schemas'
+import type { ServiceStatus } from './schemas'
+import { MachineList, SampleView, SubmitResult, TaskCreated, TaskDeleted, TaskList, TaskRebooted, TaskRereported, TaskRescheduled, TaskView, Timeline } from './responses'
 
 /**
  * `status` is the HTTP status of a refusal (the server answered that it did not do it), or 0 when
@@ -39,18 +43,40 @@ export class AnswerShape<T extends TSchema> {
 }
 
 const shape = <T extends TSchema>(schema: T): AnswerShape<T> => new AnswerShape(schema)
+
+/**
+ * The check of an answer whose response schema is `full` (what Aviary sends): `checked` is the part
+ * of it callers read, so another server's extra fields pass. The compiler holds `checked` to be
+ * implied by `full`: every answer Aviary sends passes (and client.test.ts asks a real service).
+ */
+function reads<Full extends TSchema, Checked extends TSchema>(_full: Full, checked: Static<Full> extends Static<Checked> ? Checked : never): AnswerShape<Checked> {
+  return shape(checked)
+}
+
 const Id = Type.Integer({ minimum: 1 })
+const Status = Type.Object({ tasks: Type.Object({ pending: Type.Optional(Type.Integer({ minimum: 0 })) }) })
 
 export const ANSWERS = {
-  status: shape(Type.Object({ tasks: Type.Object({ pending: Type.Optional(Type.Integer({ minimum: 0 })) }) })),
-  machines: shape(Type.Object({ machines: Type.Array(Type.Object({ name: Type.String() })) })),
-  task: shape(Type.Object({ task: Type.Object({ id: Id }) })),
-  tasks: shape(Type.Object({ tasks: Type.Array(Type.Object({ id: Id, status: Type.String() })) })),
-  sample: shape(Type.Object({ sample: Type.Object({}) })),
+  status: shape(Status),
+  machines: reads(MachineList, Type.Object({ machines: Type.Array(Type.Object({ name: Type.String() })) })),
+  task: reads(TaskView, Type.Object({ task: Type.Object({ id: Id }) })),
+  tasks: reads(TaskList, Type.Object({ tasks: Type.Array(Type.Object({ id: Id, status: Type.String() })) })),
+  sample: reads(SampleView, Type.Object({ sample: Type.Object({}) })),
   // null (or 0): Cuckoo's answer when its database refused the task, so none was made.
-  created: shape(Type.Object({ task_id: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]) })),
-  submitted: shape(Type.Object({ submit_id: Type.Integer(), task_ids: Type.Array(Type.Union([Id, Type.Null()])), errors: Type.Array(Type.String()) })),
-  deleted: shape(Type.Object({ status: Type.String() }))
+  created: reads(TaskCreated, Type.Object({ task_id: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]) })),
+  // A null id: Cuckoo's, for a target its database refused.
+  submitted: reads(SubmitResult, Type.Object({ submit_id: Type.Integer(), task_ids: Type.Array(Type.Union([Id, Type.Null()])), errors: Type.Array(Type.String()) })),
+  deleted: reads(TaskDeleted, Type.Object({ status: Type.String() })),
+  // Older Cuckoo servers answer these without the new task's id.
+  rescheduled: reads(TaskRescheduled, Type.Object({ task_id: Type.Optional(Type.Integer()) })),
+  rebooted: reads(TaskRebooted, Type.Object({ reboot_id: Type.Optional(Type.Integer()) })),
+  rereported: reads(TaskRereported, Type.Object({ success: Type.Optional(Type.Boolean()) })),
+  timeline: reads(Timeline, Type.Object({ timeline: Type.Array(Type.Object({})) }))
+}
+
+/** Options of one call: `signal` ends it early (an ApiClientError of status 0, like a timeout). */
+export interface CallOptions {
+  signal?: AbortSignal | undefined
 }
 
 /** Default cap of a JSON answer (a page of 500 listed tasks is well under 2 MB). */
@@ -98,58 +124,85 @@ export class AnalysisClient {
     this.maxAnswer = opts.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES
   }
 
-  async createFile(file: Blob, filename: string, fields: Fields = {}): Promise<{ task_id: number }> {
+  async createFile(file: Blob, filename: string, fields: Fields = {}, o: CallOptions = {}): Promise<TaskCreated> {
     const form = toForm(fields)
     form.append('file', file, filename)
-    return createdTask(await this.request('POST', '/tasks/create/file', ANSWERS.created, form))
+    return createdTask(await this.request('POST', '/tasks/create/file', ANSWERS.created, form, o))
   }
 
-  async createUrl(url: string, fields: Fields = {}): Promise<{ task_id: number }> {
+  async createUrl(url: string, fields: Fields = {}, o: CallOptions = {}): Promise<TaskCreated> {
     const form = toForm({ ...fields, url })
-    return createdTask(await this.request('POST', '/tasks/create/url', ANSWERS.created, form))
+    return createdTask(await this.request('POST', '/tasks/create/url', ANSWERS.created, form, o))
   }
 
-  submit(files: { blob: Blob; name: string }[], strings: string[], fields: Fields = {}): Promise<{ submit_id: number; task_ids: Array<number | null>; errors: string[] }> {
+  /** Files, and URLs or hashes of stored samples; a null id is a target the server made no task of (Cuckoo). */
+  submit(files: { blob: Blob; name: string }[], strings: string[], fields: Fields = {}, o: CallOptions = {}): Promise<Omit<SubmitResult, 'task_ids'> & { task_ids: Array<number | null> }> {
     const form = toForm(fields)
     if (strings.length) form.append('strings', strings.join('\n'))
     for (const f of files) form.append('files', f.blob, f.name)
-    return this.request('POST', '/tasks/create/submit', ANSWERS.submitted, form)
+    return this.request('POST', '/tasks/create/submit', ANSWERS.submitted, form, o)
   }
 
   /** The full status as Aviary sends it; of another server only `tasks` is checked. */
-  async status(): Promise<ServiceStatus> {
-    return (await this.request('GET', '/cuckoo/status', ANSWERS.status)) as ServiceStatus
+  async status(o: CallOptions = {}): Promise<ServiceStatus> {
+    return (await this.request('GET', '/cuckoo/status', ANSWERS.status, undefined, o)) as ServiceStatus
   }
 
   /** The node's analysis machines (the dispatcher reads them when a node registers or refreshes). */
-  async machines(): Promise<{ machines: Machine[] }> {
-    return (await this.request('GET', '/machines/list', ANSWERS.machines)) as { machines: Machine[] }
+  async machines(o: CallOptions = {}): Promise<MachineList> {
+    return (await this.request('GET', '/machines/list', ANSWERS.machines, undefined, o)) as MachineList
   }
 
-  async task(id: number): Promise<{ task: Task }> {
-    return (await this.request('GET', `/tasks/view/${id}`, ANSWERS.task)) as { task: Task }
+  async task(id: number, o: CallOptions = {}): Promise<TaskView> {
+    return (await this.request('GET', `/tasks/view/${id}`, ANSWERS.task, undefined, o)) as TaskView
   }
 
-  async tasks(limit?: number, offset?: number): Promise<{ tasks: Task[] }> {
+  /** `/tasks/list[/<limit>[/<offset>]][?status=]`: unfinished tasks first by id, then finished ones by completion. */
+  async tasks(limit?: number, offset?: number, o: CallOptions & { status?: string | undefined } = {}): Promise<TaskList> {
     const path = limit === undefined ? '/tasks/list' : offset === undefined ? `/tasks/list/${limit}` : `/tasks/list/${limit}/${offset}`
-    return (await this.request('GET', path, ANSWERS.tasks)) as { tasks: Task[] }
+    const query = o.status === undefined ? '' : `?status=${encodeURIComponent(o.status)}`
+    return (await this.request('GET', `${path}${query}`, ANSWERS.tasks, undefined, o)) as TaskList
   }
 
-  async sample(sha256: string): Promise<{ sample: Sample }> {
-    return (await this.request('GET', `/files/view/sha256/${sha256}`, ANSWERS.sample)) as { sample: Sample }
+  async sample(sha256: string, o: CallOptions = {}): Promise<SampleView> {
+    return (await this.request('GET', `/files/view/sha256/${sha256}`, ANSWERS.sample, undefined, o)) as SampleView
+  }
+
+  async sampleById(id: number, o: CallOptions = {}): Promise<SampleView> {
+    return (await this.request('GET', `/files/view/id/${id}`, ANSWERS.sample, undefined, o)) as SampleView
   }
 
   /**
    * Tasks in one status (`/tasks/list/<limit>[/<offset>]?status=`), as the dispatcher polls them.
    * Each has an `id` and a `status`; other fields are as the server sent them.
    */
-  async tasksWithStatus(status: string, limit: number, offset = 0): Promise<{ tasks: Task[] }> {
-    return (await this.request('GET', `/tasks/list/${limit}/${offset}?status=${encodeURIComponent(status)}`, ANSWERS.tasks)) as { tasks: Task[] }
+  tasksWithStatus(status: string, limit: number, offset = 0, o: CallOptions = {}): Promise<TaskList> {
+    return this.tasks(limit, offset, { ...o, status })
   }
 
   /** Removes a task and its results from the server (refused with 500 while it runs). */
-  deleteTask(id: number): Promise<{ status: string }> {
-    return this.request('GET', `/tasks/delete/${id}`, ANSWERS.deleted)
+  deleteTask(id: number, o: CallOptions = {}): Promise<TaskDeleted> {
+    return this.request('GET', `/tasks/delete/${id}`, ANSWERS.deleted, undefined, o)
+  }
+
+  /** A pending copy of the task (the old one becomes recovered); `task_id` is the copy's, where the server says it. */
+  reschedule(id: number, o: CallOptions = {}): Promise<Partial<TaskRescheduled>> {
+    return this.request('GET', `/tasks/reschedule/${id}`, ANSWERS.rescheduled, undefined, o)
+  }
+
+  /** A new task that runs the same file after a guest reboot; `reboot_id` is its id, where the server says it. */
+  reboot(id: number, o: CallOptions = {}): Promise<Partial<TaskRebooted>> {
+    return this.request('GET', `/tasks/reboot/${id}`, ANSWERS.rebooted, undefined, o)
+  }
+
+  /** Processing and reporting again; `success` false when the task was not reported. */
+  rereport(id: number, o: CallOptions = {}): Promise<Partial<TaskRereported>> {
+    return this.request('GET', `/tasks/rereport/${id}`, ANSWERS.rereported, undefined, o)
+  }
+
+  /** Every stage of the task with its time; entries are as the server sent them. */
+  async timeline(id: number, o: CallOptions = {}): Promise<Timeline> {
+    return (await this.request('GET', `/tasks/timeline/${id}`, ANSWERS.timeline, undefined, o)) as Timeline
   }
 
   /**
@@ -182,6 +235,7 @@ export class AnalysisClient {
     try {
       return await doFetch(`${this.base}${path}`, { method, headers, body, signal: signals.length ? AbortSignal.any(signals) : undefined })
     } catch (err) {
+      if (signal?.aborted) throw signal.reason // the caller's own cancel, as fetch reports it
       if (deadline?.aborted) throw this.timedOut(method, path)
       const e = err as Error
       throw new ApiClientError(0, `cannot reach ${this.base}: ${e.cause instanceof Error ? e.cause.message : e.message}`)
@@ -189,7 +243,7 @@ export class AnalysisClient {
   }
 
   /** The whole body as text, null past the size cap; a broken or late body is status 0. */
-  private async read(method: string, path: string, res: Response, deadline: AbortSignal | undefined): Promise<string | null> {
+  private async read(method: string, path: string, res: Response, deadline: AbortSignal | undefined, signal?: AbortSignal): Promise<string | null> {
     const reader = res.body?.getReader()
     if (!reader) return ''
     const decoder = new TextDecoder()
@@ -207,6 +261,7 @@ export class AnalysisClient {
         text += decoder.decode(value, { stream: true })
       }
     } catch (err) {
+      if (signal?.aborted) throw signal.reason
       if (deadline?.aborted) throw this.timedOut(method, path)
       throw new ApiClientError(0, `${this.base} ${method} ${path}: the answer broke off (${(err as Error).message})`)
     }
@@ -216,10 +271,10 @@ export class AnalysisClient {
     return new ApiClientError(0, `${this.base} ${method} ${path}: no complete answer within ${this.opts.timeoutMs} ms`)
   }
 
-  private async request<T extends TSchema>(method: string, path: string, answer: AnswerShape<T>, body?: FormData): Promise<Static<T>> {
+  private async request<T extends TSchema>(method: string, path: string, answer: AnswerShape<T>, body?: FormData, o: CallOptions = {}): Promise<Static<T>> {
     const deadline = this.deadline()
-    const res = await this.send(method, path, body, deadline)
-    const text = await this.read(method, path, res, deadline)
+    const res = await this.send(method, path, body, deadline, o.signal)
+    const text = await this.read(method, path, res, deadline, o.signal)
     if (!res.ok) throw new ApiClientError(res.status, refusalMessage(res.status, res.statusText, text))
     return decodeAnswer(`${this.base} ${method} ${path}`, res.status, text, answer, this.maxAnswer)
   }

@@ -3,7 +3,8 @@
 // words what a field accepts: it is what a 400 tells the client.
 import { Type, type Static } from 'typebox'
 import { allowed } from './schema-words'
-import { Machine, TASK_STATUSES, Task, type TaskStatus } from './schemas'
+import { TASK_STATUSES, Task, type TaskStatus } from './schemas'
+import { MachineView } from './responses'
 import { BOOLEAN_PATTERN } from './requests'
 
 /** A flag as the query gives it (BOOLEAN_PATTERN): true for 1, true, yes, on. */
@@ -88,8 +89,9 @@ export type TaskSearchResult = Static<typeof TaskSearchResult>
 
 // ---- machines
 
-export const MachineAnswer = Type.Object({ machine: Machine })
-export type MachineAnswer = Static<typeof MachineAnswer>
+/** A machine control's answer: the machine as /machines/view shows it (responses.ts). */
+export const MachineAnswer = MachineView
+export type MachineAnswer = MachineView
 
 export const Finding = Type.Object({
   check: Type.String(),

@@ -7,17 +7,10 @@ import { Type } from 'typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
 import { ErrorBody } from '../../../shared/api/schemas'
+import { ConnectionList, ConnectionView } from '../../../shared/api/responses'
 import { notFound } from '../../errors'
 import { forward, remoteUrl, responseHeaders, unreachableReason, type ProxyExchange } from '../../connections/proxy'
 
-const Connection = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  url: Type.String({ description: 'base URL of the remote API' }),
-  kind: Type.String({ enum: ['analysis', 'dispatcher'] }),
-  has_token: Type.Boolean({ description: 'whether a token is saved (the token itself is never returned)' }),
-  created_on: Type.String()
-})
 const Field = (description: string) => Type.Optional(Type.String({ description }))
 const TokenField = Type.Optional(Type.Union([Type.String({ writeOnly: true }), Type.Null()], { writeOnly: true, description: 'API token sent as Bearer; empty or null removes it' }))
 const CreateBody = Type.Object({
@@ -28,7 +21,6 @@ const CreateBody = Type.Object({
 const UpdateBody = Type.Object({ name: Field('a new name'), url: Field('a new address'), token: TokenField })
 const IdParams = Type.Object({ id: Type.String({ description: 'connection id' }) })
 const ProxyParams = Type.Object({ id: Type.String({ description: 'connection id' }), '*': Type.String({ description: 'path of the remote API' }) })
-const One = Type.Object({ connection: Connection })
 const tags = ['connections']
 const consumes = ['application/json', 'application/x-www-form-urlencoded']
 const PROXY_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
@@ -44,24 +36,24 @@ export const aviaryConnectionsRoutes = (ctx: ApiContext): FastifyPluginAsync => 
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
 
   app.get('/aviary/connections', {
-    schema: { tags, summary: 'Saved remote instances and dispatchers', response: { 200: Type.Object({ connections: Type.Array(Connection) }) } }
+    schema: { tags, summary: 'Saved remote instances and dispatchers', response: { 200: ConnectionList } }
   }, async () => ({ connections: ctx.connections.list() }))
 
   app.post('/aviary/connections', {
     schema: {
       tags, summary: 'Save a connection; the server must answer (its kind is detected)', consumes,
-      body: CreateBody, response: { 200: One, 400: ErrorBody }
+      body: CreateBody, response: { 200: ConnectionView, 400: ErrorBody }
     }
   }, async (request) => ({ connection: await ctx.connections.create(request.body ?? {}) }))
 
   app.get('/aviary/connections/:id', {
-    schema: { tags, summary: 'One saved connection', params: IdParams, response: { 200: One, 404: ErrorBody } }
+    schema: { tags, summary: 'One saved connection', params: IdParams, response: { 200: ConnectionView, 404: ErrorBody } }
   }, async (request) => ({ connection: ctx.connections.view(parseId(request.params.id)) }))
 
   app.put('/aviary/connections/:id', {
     schema: {
       tags, summary: 'Rename a connection, or give it a new address or token (checked again)', consumes,
-      params: IdParams, body: UpdateBody, response: { 200: One, 400: ErrorBody, 404: ErrorBody }
+      params: IdParams, body: UpdateBody, response: { 200: ConnectionView, 400: ErrorBody, 404: ErrorBody }
     }
   }, async (request) => ({ connection: await ctx.connections.update(parseId(request.params.id), request.body ?? {}) }))
 

@@ -1,17 +1,15 @@
 // POST /tasks/create/file, /tasks/create/url and /tasks/create/submit (+ /v1 aliases).
 import type { FastifyPluginAsync } from 'fastify'
-import { Type } from 'typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
 import { CreateFileBody, CreateUrlBody, SubmitBody } from '../../../shared/api/requests'
 import { ErrorBody } from '../../../shared/api/schemas'
+import { SubmitResult, TaskCreated } from '../../../shared/api/responses'
 import { registerUploads, uploadsOf } from '../uploads'
 import { stripEmptyFields } from '../empty-fields'
 import { badRequest } from '../../errors'
 import { withV1 } from './paths'
 
-const TaskCreated = Type.Object({ task_id: Type.Integer() })
-const SubmitResult = Type.Object({ errors: Type.Array(Type.String()), submit_id: Type.Integer(), task_ids: Type.Array(Type.Integer()) })
 const errors = { 400: ErrorBody, 413: ErrorBody }
 
 export const createRoutes = (ctx: ApiContext, maxUploadBytes: number): FastifyPluginAsync => async (base) => {

@@ -6,7 +6,8 @@ import type { ServerResponse } from 'node:http'
 import { Type } from 'typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
-import { ErrorBody, TimelineEntry } from '../../../shared/api/schemas'
+import { ErrorBody } from '../../../shared/api/schemas'
+import { Timeline } from '../../../shared/api/responses'
 import { TaskIdParams } from '../../../shared/api/requests'
 import { taskNotFound } from '../../errors'
 import { formatDatetime } from '../../../shared/time'
@@ -25,7 +26,7 @@ export const eventsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base
     app.get(url, {
       schema: {
         tags: ['tasks'], summary: 'Every stage of a task with its time, and the reasons of failures',
-        params: TaskIdParams, response: { 200: Type.Object({ timeline: Type.Array(TimelineEntry) }), 404: ErrorBody }
+        params: TaskIdParams, response: { 200: Timeline, 404: ErrorBody }
       }
     }, async (request) => {
       const id = request.params.id

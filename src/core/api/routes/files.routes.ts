@@ -3,14 +3,14 @@ import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
-import { ErrorBody, Sample } from '../../../shared/api/schemas'
+import { ErrorBody, type Sample } from '../../../shared/api/schemas'
+import { SampleView } from '../../../shared/api/responses'
 import { FileIdParams, Md5Params, Sha256Params } from '../../../shared/api/requests'
 import { ApiError, notFound } from '../../errors'
 import { ErrorCodes } from '../../../shared/errors'
 import { sendResult } from '../send-file'
 import { withV1 } from './paths'
 
-const SampleView = Type.Object({ sample: Type.Object({ ...Sample.properties, tasks: Type.Array(Type.Integer()) }) })
 const errors = { 400: ErrorBody, 404: ErrorBody }
 
 export const filesRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {

@@ -7,6 +7,7 @@ import { ErrorBody } from '../../../shared/api/schemas'
 import { ArchiveQuery, MemoryParams, PcapParams, ReportParams, ScreenshotParams, TaskIdParams } from '../../../shared/api/requests'
 import { sendResult } from '../send-file'
 import { withV1 } from './paths'
+import { MemoryList } from '../../../shared/api/responses'
 import { stripEmptyFields } from '../empty-fields'
 import { ARTIFACTS } from '../../storage/layout'
 
@@ -60,7 +61,7 @@ export const resultsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (bas
   app.get('/memory/list/:id', {
     schema: {
       tags: ['memory'], summary: 'Process memory dumps of a task', params: TaskIdParams,
-      response: { 200: Type.Object({ dump_files: Type.Array(Type.String()) }), ...errors }
+      response: { 200: MemoryList, ...errors }
     }
   }, async (request) => ({ dump_files: await ctx.results.memoryList(request.params.id) }))
 

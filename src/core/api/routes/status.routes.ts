@@ -1,9 +1,9 @@
 // Service status, machines, VPN status and the debug-only /exit.
 import type { FastifyPluginAsync } from 'fastify'
-import { Type } from 'typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
-import { ErrorBody, Machine, ServiceStatus } from '../../../shared/api/schemas'
+import { ErrorBody, ServiceStatus } from '../../../shared/api/schemas'
+import { MachineList, MachineView, VpnStatus } from '../../../shared/api/responses'
 import { MachineNameParams } from '../../../shared/api/requests'
 import { ApiError, notFound } from '../../errors'
 import { ErrorCodes } from '../../../shared/errors'
@@ -19,12 +19,12 @@ export const statusRoutes = (ctx: ApiContext, opts: { debug: boolean }): Fastify
   }
 
   for (const url of withV1('/machines/list')) {
-    app.get(url, { schema: { tags: ['machines'], summary: 'Configured analysis machines', response: { 200: Type.Object({ machines: Type.Array(Machine) }) } } },
+    app.get(url, { schema: { tags: ['machines'], summary: 'Configured analysis machines', response: { 200: MachineList } } },
       async () => ({ machines: ctx.machines.list().map(toApiMachine) }))
   }
   for (const url of withV1('/machines/view/:name')) {
     app.get(url, {
-      schema: { tags: ['machines'], summary: 'One machine, by name', params: MachineNameParams, response: { 200: Type.Object({ machine: Machine }), 404: ErrorBody } }
+      schema: { tags: ['machines'], summary: 'One machine, by name', params: MachineNameParams, response: { 200: MachineView, 404: ErrorBody } }
     }, async (request) => {
       const row = ctx.machines.findByName(request.params.name)
       if (!row) throw notFound('Machine not found', ErrorCodes.MACHINE_NOT_FOUND)
@@ -35,7 +35,7 @@ export const statusRoutes = (ctx: ApiContext, opts: { debug: boolean }): Fastify
   app.get('/vpn/status', {
     schema: {
       tags: ['status'], summary: 'VPN status: no VPN is configured in Aviary',
-      response: { 200: Type.Object({ vpns: Type.Record(Type.String(), Type.Boolean()), message: Type.String() }) }
+      response: { 200: VpnStatus }
     }
   }, async () => ({ vpns: {}, message: 'No VPN is configured' }))
 

@@ -1,9 +1,9 @@
 // Reading and managing tasks. Destructive actions are GETs, as in Cuckoo's API.
 import type { FastifyPluginAsync } from 'fastify'
-import { Type } from 'typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
-import { ErrorBody, Task } from '../../../shared/api/schemas'
+import { ErrorBody } from '../../../shared/api/schemas'
+import { TaskDeleted, TaskList, TaskRebooted, TaskRereported, TaskRescheduled, TaskView } from '../../../shared/api/responses'
 import { ListParams, ListQuery, RescheduleParams, SampleIdParams, TaskIdParams } from '../../../shared/api/requests'
 import { withV1 } from './paths'
 import { stripEmptyFields } from '../empty-fields'
@@ -12,7 +12,6 @@ import type { FastifyReply } from 'fastify'
 // Tasks come serialized from the database (task_json); the response schemas document them.
 const sendJson = (reply: FastifyReply, body: string) => reply.type('application/json; charset=utf-8').send(body)
 
-const TaskList = Type.Object({ tasks: Type.Array(Task) })
 const e400 = { 400: ErrorBody }
 const e404 = { 400: ErrorBody, 404: ErrorBody }
 
@@ -38,7 +37,7 @@ export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
 
   for (const url of withV1('/tasks/view/:id')) {
     app.get(url, {
-      schema: { tags, summary: 'One task', params: TaskIdParams, response: { 200: Type.Object({ task: Task }), ...e404 } }
+      schema: { tags, summary: 'One task', params: TaskIdParams, response: { 200: TaskView, ...e404 } }
     }, async (request, reply) => sendJson(reply, ctx.tasks.viewBody(request.params.id)))
   }
 
@@ -46,7 +45,7 @@ export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
     app.get(url, {
       schema: {
         tags, summary: 'Delete a task and its results (refused while it runs; waits for its processing to end)', params: TaskIdParams,
-        response: { 200: Type.Object({ status: Type.String() }), ...e404, 500: ErrorBody }
+        response: { 200: TaskDeleted, ...e404, 500: ErrorBody }
       }
     }, async (request) => {
       await ctx.tasks.delete(request.params.id)
@@ -59,7 +58,7 @@ export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
       schema: {
         tags, summary: 'Queue a copy of a task; the old one becomes recovered (refused while it runs, or once recovered)',
         params: RescheduleParams,
-        response: { 200: Type.Object({ status: Type.String(), task_id: Type.Integer() }), ...e404, 409: ErrorBody }
+        response: { 200: TaskRescheduled, ...e404, 409: ErrorBody }
       }
     }, async (request) => ({ status: 'OK', task_id: ctx.tasks.reschedule(request.params.id, request.params.priority) }))
   }
@@ -67,14 +66,14 @@ export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
   app.get('/tasks/reboot/:id', {
     schema: {
       tags, summary: 'Analyze the same file again after a guest reboot', params: TaskIdParams,
-      response: { 200: Type.Object({ reboot_id: Type.Integer(), task_id: Type.Integer() }), ...e404 }
+      response: { 200: TaskRebooted, ...e404 }
     }
   }, async (request) => ({ reboot_id: await ctx.tasks.reboot(request.params.id), task_id: request.params.id }))
 
   app.get('/tasks/rereport/:id', {
     schema: {
       tags, summary: 'Run processing and reporting again (reported tasks only)', params: TaskIdParams,
-      response: { 200: Type.Object({ success: Type.Boolean() }), ...e404 }
+      response: { 200: TaskRereported, ...e404 }
     }
   }, async (request) => ({ success: ctx.tasks.rereport(request.params.id) }))
 }
