@@ -2,7 +2,7 @@
 // fetches a URL from the fake internet (both recorded), two guests at once keep their /tmp apart,
 // an agent command is waited for, and close() leaves nothing behind.
 import { execFile, type ChildProcess } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { alive, createNetnsGuest, type NetnsGuest } from './netns-guest'
@@ -66,6 +66,15 @@ describe('netns guest', () => {
     expect(readFileSync(`${a.tmpDir}/mine`, 'utf8').trim()).toBe('a')
     // The host's /tmp is untouched.
     expect(existsSync('/tmp/mine')).toBe(false)
+    // /dev/shm and /var/tmp are the guest's own too, and empty: nothing of the host's shows there.
+    writeFileSync('/var/tmp/aviary-host-only', 'x')
+    try {
+      await output(a, ['sh', '-c', 'echo a > /dev/shm/mine && echo a > /var/tmp/mine'])
+      expect(await output(b, ['ls', '-A', '/dev/shm', '/var/tmp'])).not.toMatch(/mine|aviary-host-only/)
+      expect(existsSync('/dev/shm/mine') || existsSync('/var/tmp/mine')).toBe(false)
+    } finally {
+      rmSync('/var/tmp/aviary-host-only', { force: true })
+    }
     expect(await output(b, ['cat', '/etc/resolv.conf'])).toContain(`nameserver ${b.internetIp}`)
     // And the network is the guest's own.
     expect(await output(b, ['ip', '-4', 'addr'])).toContain(b.guestIp)

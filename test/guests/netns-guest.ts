@@ -156,7 +156,8 @@ export async function createNetnsGuest(o: NetnsGuestOptions): Promise<NetnsGuest
 }
 
 /**
- * Spawns `cmd` in network namespace `ns` with `tmpDir` as its private /tmp, and each [source,
+ * Spawns `cmd` in network namespace `ns` with `tmpDir` as its private /tmp (and empty private
+ * /dev/shm and /var/tmp), and each [source,
  * target] of `binds` mounted over target (a private copy of a system folder, say). In its own
  * process group.
  */
@@ -171,7 +172,9 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
   for (const rel of keep) mkdirSync(path.join(tmpDir, rel), { recursive: true })
   const script = 'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "/tmp/$1" "$0/$1" || exit 1; shift; n=$((n-1)); done; ' +
     'm=$1; shift; while [ "$m" -gt 0 ]; do mount --bind "$1" "$2" || exit 1; shift 2; m=$((m-1)); done; ' +
-    'mount --rbind "$0" /tmp && exec "$@"'
+    // A VM has its own /dev/shm and /var/tmp too: without them, files other tests (PostgreSQL's
+    // shared memory, a kvm guest's XML) make there meanwhile show up as this guest's dropped files.
+    'mount --rbind "$0" /tmp && mount -t tmpfs -o size=64m tmpfs /dev/shm && mount -t tmpfs -o size=64m tmpfs /var/tmp && exec "$@"'
   const argv = ['netns', 'exec', ns, 'unshare', '-m', '--propagation', 'private',
     'sh', '-c', script, tmpDir, String(keep.length), ...keep, String(binds.length), ...binds.flat(), ...cmd]
   return spawn('ip', argv, {
