@@ -9,8 +9,9 @@
 // that is an ApiClientError of status 0, like an unreachable server, never a TypeError somewhere in
 // the caller.
 import { Type, type Static, type TSchema } from 'typebox'
-import { Compile, type Validator } from 'typebox/compile'
+import { Value } from 'typebox/value'
 import type { ServiceStatus } from './schemas'
+import { TaskSearchResult, type TaskSearchQuery } from './ui-schemas'
 import { MachineList, SampleView, SubmitResult, TaskCreated, TaskDeleted, TaskList, TaskRebooted, TaskRereported, TaskRescheduled, TaskView, Timeline } from './responses'
 
 /**
@@ -28,16 +29,14 @@ export type Fields = Record<string, string | number | boolean | undefined>
 
 /** What a JSON answer must hold: only what callers read, so other servers' extra fields pass. */
 export class AnswerShape<T extends TSchema> {
-  private validator: Validator<Record<string, never>, T> | undefined
-
   constructor(readonly schema: T) {}
 
   /** Null when `value` fits, else what is wrong, e.g. "/tasks must be object". */
   problem(value: unknown): string | null {
-    // Compiled on first use: `aviary submit` needs one or two of these.
-    this.validator ??= Compile(this.schema)
-    if (this.validator.Check(value)) return null
-    const first = this.validator.Errors(value)[0]
+    // TypeBox's interpreter, not a compiled validator: compiling evaluates generated code, which
+    // the UI's Content-Security-Policy refuses. These shapes are a few fields: fast either way.
+    if (Value.Check(this.schema, value)) return null
+    const first = Value.Errors(this.schema, value)[0]
     return first ? `${first.instancePath || 'the body'} ${first.message}` : 'does not fit'
   }
 }
@@ -71,7 +70,8 @@ export const ANSWERS = {
   rescheduled: reads(TaskRescheduled, Type.Object({ task_id: Type.Optional(Type.Integer()) })),
   rebooted: reads(TaskRebooted, Type.Object({ reboot_id: Type.Optional(Type.Integer()) })),
   rereported: reads(TaskRereported, Type.Object({ success: Type.Optional(Type.Boolean()) })),
-  timeline: reads(Timeline, Type.Object({ timeline: Type.Array(Type.Object({})) }))
+  timeline: reads(Timeline, Type.Object({ timeline: Type.Array(Type.Object({})) })),
+  searched: reads(TaskSearchResult, Type.Object({ tasks: Type.Array(Type.Object({ id: Id, status: Type.String() })), total: Type.Integer({ minimum: 0 }) }))
 }
 
 /** Options of one call: `signal` ends it early (an ApiClientError of status 0, like a timeout). */
@@ -198,6 +198,16 @@ export class AnalysisClient {
   /** Processing and reporting again; `success` false when the task was not reported. */
   rereport(id: number, o: CallOptions = {}): Promise<Partial<TaskRereported>> {
     return this.request('GET', `/tasks/rereport/${id}`, ANSWERS.rereported, undefined, o)
+  }
+
+  /**
+   * Aviary's task search (GET /aviary/tasks: statuses, categories, terms, sort, page) with the count
+   * of all that match; a Cuckoo server has none (ApiClientError 404).
+   */
+  async searchTasks(query: TaskSearchQuery, o: CallOptions = {}): Promise<TaskSearchResult> {
+    const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)]))
+    const q = params.size ? `?${params}` : ''
+    return (await this.request('GET', `/aviary/tasks${q}`, ANSWERS.searched, undefined, o)) as TaskSearchResult
   }
 
   /** Every stage of the task with its time; entries are as the server sent them. */

@@ -1,13 +1,14 @@
 // How the UI reaches an analysis service: the local one (its own origin, or the address the
 // desktop bridge gives), or a saved remote connection through the local service's proxy
 // (`/aviary/connections/<id>/proxy/...`), so the page never needs CORS and never sees a token.
+// Cuckoo's routes and the task search are called through the shared client (client.ts here);
+// fetchJson below is for the rest: Aviary's own routes typed with src/shared's schemas, and
+// reports, whose size and shape are the report views' to handle.
 import { resolveApiBaseUrl } from '../api-base'
+import { ApiClientError } from '../../../shared/api/client'
 
-export class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message)
-  }
-}
+/** A refused or failed call: the shared client's error (status 0: no usable answer), whoever made the call. */
+export { ApiClientError as HttpError }
 
 let localBase: Promise<string> | null = null
 /** Base URL of the local service (no trailing slash). */
@@ -35,7 +36,7 @@ export async function apiUrl(connection: ConnectionId, path: string): Promise<st
   return `${await apiBase(connection)}${path.startsWith('/') ? path : `/${path}`}`
 }
 
-async function errorOf(res: Response): Promise<HttpError> {
+async function errorOf(res: Response): Promise<ApiClientError> {
   let message = `HTTP ${res.status}`
   try {
     const body = (await res.json()) as { message?: unknown }
@@ -43,7 +44,7 @@ async function errorOf(res: Response): Promise<HttpError> {
   } catch {
     // not JSON: keep the status line
   }
-  return new HttpError(res.status, message)
+  return new ApiClientError(res.status, message)
 }
 
 const unauthorized = new Set<(connection: ConnectionId) => void>()
@@ -53,10 +54,20 @@ export function onUnauthorized(listener: (connection: ConnectionId) => void): ()
   return () => { unauthorized.delete(listener) }
 }
 
+/** The page's fetch for a connection: asks for JSON, and tells the sign-in listeners of a 401. */
+export function pageFetch(connection: ConnectionId): typeof fetch {
+  return async (input, init = {}) => {
+    const headers = new Headers(init.headers)
+    if (!headers.has('Accept')) headers.set('Accept', 'application/json')
+    const res = await fetch(input, { ...init, headers })
+    if (res.status === 401) for (const listener of unauthorized) listener(connection)
+    return res
+  }
+}
+
 /** Fetches JSON from a connection's API; non-2xx answers throw HttpError with the server's message. */
 export async function fetchJson<T>(connection: ConnectionId, path: string, init: RequestInit = {}, signal?: AbortSignal): Promise<T> {
-  const res = await fetch(await apiUrl(connection, path), { ...init, signal: signal ?? init.signal ?? null, headers: { Accept: 'application/json', ...init.headers } })
-  if (res.status === 401) for (const listener of unauthorized) listener(connection)
+  const res = await pageFetch(connection)(await apiUrl(connection, path), { ...init, signal: signal ?? init.signal ?? null })
   if (!res.ok) throw await errorOf(res)
   return (await res.json()) as T
 }

@@ -4,7 +4,8 @@
 // a file instead (a report.json or an analysis archive, read in the page).
 import { useId, useState, type FormEvent, type JSX } from 'react'
 import { useQuery } from '@tanstack/react-query'
-import { fetchJson, HttpError, type ConnectionId } from '../api/http'
+import { HttpError, type ConnectionId } from '../api/http'
+import { clientOf } from '../api/client'
 import { useConnections } from '../components/ConnectionPicker'
 import { SafeText, When } from '../components/text'
 import { ScoreBadge } from '../components/status'
@@ -15,18 +16,18 @@ import { sameRef, type TaskRef } from './refs'
 const LATEST = 50
 
 async function reportedTasks(c: ConnectionId, q: string, signal: AbortSignal): Promise<{ tasks: ListTask[]; searchable: boolean }> {
-  const params = new URLSearchParams({ status: 'reported', limit: String(LATEST), order: 'desc' })
-  if (q !== '') params.set('q', q)
+  const client = await clientOf(c)
   try {
-    return { tasks: (await fetchJson<{ tasks: ListTask[] }>(c, `/aviary/tasks?${params}`, {}, signal)).tasks, searchable: true }
+    const found = await client.searchTasks({ status: 'reported', limit: LATEST, order: 'desc', ...(q !== '' ? { q } : {}) }, { signal })
+    return { tasks: found.tasks, searchable: true }
   } catch (err) {
     if (!(err instanceof HttpError) || err.status !== 404) throw err
   }
   // A Cuckoo server: no search, and its list is in completion order, oldest first; the newest
   // reported ones are the last page, found from the count in /cuckoo/status.
-  const counts = await fetchJson<{ tasks?: Record<string, unknown> }>(c, '/cuckoo/status', {}, signal).then((s) => s.tasks, () => undefined)
+  const counts = await client.status({ signal }).then((s): Record<string, unknown> => s.tasks, () => undefined)
   const reported = typeof counts?.reported === 'number' ? counts.reported : 0
-  const r = await fetchJson<{ tasks: ListTask[] }>(c, `/tasks/list/${LATEST}/${Math.max(0, reported - LATEST)}?status=reported`, {}, signal)
+  const r: { tasks: ListTask[] } = await client.tasks(LATEST, Math.max(0, reported - LATEST), { status: 'reported', signal })
   return { tasks: [...r.tasks].filter((t) => t.status === 'reported').sort((x, y) => y.id - x.id), searchable: false }
 }
 

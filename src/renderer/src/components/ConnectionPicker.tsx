@@ -3,14 +3,16 @@
 import type { JSX } from 'react'
 import { useQuery } from '@tanstack/react-query'
 import { fetchJson } from '../api/http'
+import type { Connection, ConnectionList } from '../../../shared/api/responses'
 import { useUi } from '../state/ui'
 
-export interface SavedConnection { id: number; name: string; url: string; kind: string; has_token: boolean }
+/** A saved remote server, as GET /aviary/connections lists it (src/shared/api/responses.ts). */
+export type SavedConnection = Connection
 
 export function useConnections() {
   return useQuery({
     queryKey: ['connections'],
-    queryFn: ({ signal }) => fetchJson<{ connections: SavedConnection[] }>(null, '/aviary/connections', {}, signal).then((r) => r.connections),
+    queryFn: ({ signal }) => fetchJson<ConnectionList>(null, '/aviary/connections', {}, signal).then((r) => r.connections),
     retry: false
   })
 }

@@ -4,7 +4,8 @@
 import { useMemo, useState, type JSX } from 'react'
 import { useQueries } from '@tanstack/react-query'
 import { useNavigate } from 'react-router'
-import { fetchJson, HttpError, type ConnectionId } from '../api/http'
+import { HttpError, type ConnectionId } from '../api/http'
+import { clientOf } from '../api/client'
 import { keys } from '../api/live'
 import { StatusBadge } from '../components/status'
 import { SafeText, When } from '../components/text'
@@ -19,12 +20,13 @@ export interface SourcedTask extends TaskRow { source: ConnectionId; sourceName:
 const PER_SOURCE = 100
 
 async function latestTasks(c: ConnectionId, signal?: AbortSignal): Promise<TaskRow[]> {
+  const client = await clientOf(c)
   try {
-    return (await fetchJson<{ tasks: TaskRow[] }>(c, `/aviary/tasks?limit=${PER_SOURCE}&order=desc`, {}, signal)).tasks
+    return (await client.searchTasks({ limit: PER_SOURCE, order: 'desc' }, { signal })).tasks
   } catch (err) {
     if (!(err instanceof HttpError) || (err.status !== 404 && err.status !== 405)) throw err
   }
-  return (await fetchJson<{ tasks: TaskRow[] }>(c, `/tasks/list/${PER_SOURCE}`, {}, signal)).tasks
+  return (await client.tasks(PER_SOURCE, undefined, { signal })).tasks
 }
 
 /** Newest first by added time; same time: the higher id first. */

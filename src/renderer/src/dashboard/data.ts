@@ -2,6 +2,7 @@
 // /cuckoo/status every Cuckoo-compatible server has (no per-day history, fewer states). Both are
 // reduced to one shape here so the charts do not care where the numbers came from.
 import { fetchJson, HttpError, type ConnectionId } from '../api/http'
+import { clientOf } from '../api/client'
 import type { AviaryStats } from '../../../shared/api/ui-schemas'
 
 export type { AviaryStats }
@@ -84,5 +85,6 @@ export async function loadDashboard(c: ConnectionId, signal?: AbortSignal): Prom
   } catch (err) {
     if (!(err instanceof HttpError) || (err.status !== 404 && err.status !== 405)) throw err
   }
-  return fromCuckooStatus(await fetchJson<CuckooStatus>(c, '/cuckoo/status', {}, signal))
+  // Only `tasks` is checked of another server's status; fromCuckooStatus reads the rest with care.
+  return fromCuckooStatus((await (await clientOf(c)).status({ signal })) as CuckooStatus)
 }

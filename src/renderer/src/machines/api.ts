@@ -2,6 +2,7 @@
 // the local service its machine controls, live screenshot and `aviary doctor` findings.
 import { useEffect, useState } from 'react'
 import { apiUrl, fetchJson, HttpError, sendJson, type ConnectionId } from '../api/http'
+import { clientOf } from '../api/client'
 import type { DoctorAnswer, Finding as SharedFinding } from '../../../shared/api/ui-schemas'
 import type { ControlledMachine, ControlledMachines } from '../../../shared/api/machine-controls'
 
@@ -30,7 +31,7 @@ export async function listMachines(c: ConnectionId, signal?: AbortSignal): Promi
   } catch (err) {
     if (!(err instanceof HttpError) || (err.status !== 404 && err.status !== 405)) throw err
   }
-  return (await fetchJson<{ machines: Machine[] }>(c, '/machines/list', {}, signal)).machines
+  return (await (await clientOf(c)).machines({ signal })).machines
 }
 
 export const machineAction = (name: string, action: MachineAction): Promise<{ machine: Machine }> =>

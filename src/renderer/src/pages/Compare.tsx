@@ -8,7 +8,8 @@
 import { useDeferredValue, useMemo, useState, type JSX } from 'react'
 import { useNavigate, useSearchParams } from 'react-router'
 import { useQuery } from '@tanstack/react-query'
-import { apiUrl, fetchJson, type ConnectionId } from '../api/http'
+import { apiUrl, type ConnectionId } from '../api/http'
+import { clientOf } from '../api/client'
 import { useConnections } from '../components/ConnectionPicker'
 import { StatusBadge, ScoreBadge } from '../components/status'
 import { SafeText } from '../components/text'
@@ -47,7 +48,7 @@ function useSide(ref: TaskRef | null, wantsFile: boolean, file: File | null): Si
   const dispatcher = saved?.kind === 'dispatcher'
   const task = useQuery({
     queryKey: ['compare', connection, id, 'task'],
-    queryFn: ({ signal }) => fetchJson<{ task: Partial<Task> }>(connection, `/tasks/view/${id}`, {}, signal),
+    queryFn: async ({ signal }): Promise<{ task: Partial<Task> }> => (await clientOf(connection)).task(id, { signal }),
     // A remote side waits for the saved connections: a dispatcher or a removed one is not asked.
     enabled: ref !== null && !wantsFile && (connection === null || (connections.isSuccess && !unknownServer && !dispatcher)),
     // A side still running is followed until it is reported (or fails).

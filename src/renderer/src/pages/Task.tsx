@@ -8,6 +8,7 @@ import { useEffect, useMemo, useRef, useState, type JSX } from 'react'
 import { useParams, useSearchParams } from 'react-router'
 import { useQuery, useQueryClient } from '@tanstack/react-query'
 import { apiBase, fetchJson, HttpError } from '../api/http'
+import { clientOf } from '../api/client'
 import { keys } from '../api/live'
 import { useUi } from '../state/ui'
 import { SafeText, When } from '../components/text'
@@ -85,7 +86,7 @@ function TaskView({ id }: { id: number }): JSX.Element {
 
   const task = useQuery({
     queryKey: keys.task(connection, id),
-    queryFn: ({ signal }) => fetchJson<{ task: Partial<Task> }>(connection, `/tasks/view/${id}`, {}, signal),
+    queryFn: async ({ signal }): Promise<{ task: Partial<Task> }> => (await clientOf(connection)).task(id, { signal }),
     // The event stream keeps it fresh where the server has one; polling covers servers without.
     refetchInterval: (q) => (SETTLED.has(String(q.state.data?.task.status)) ? false : 5000),
     retry: false

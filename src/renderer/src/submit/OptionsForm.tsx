@@ -2,7 +2,8 @@
 import { useId, type JSX, type ReactNode } from 'react'
 import { useQuery } from '@tanstack/react-query'
 import type { Machine } from '../../../shared/api/schemas'
-import { fetchJson, type ConnectionId } from '../api/http'
+import type { ConnectionId } from '../api/http'
+import { clientOf } from '../api/client'
 import { keys } from '../api/live'
 import type { SubmitOptions } from './options'
 import { NETWORK_KEYS, networkChoice, replacedKeys, useNetworkOffer, type NetworkOffer } from './network'
@@ -30,7 +31,7 @@ export function OptionsForm({ connection, value, onChange }: { connection: Conne
     queryFn: ({ signal }) => (dispatcher
       ? getEither<{ nodes?: Record<string, DistNode> | DistNode[] }>(connection, '/node', signal)
         .then((r) => entries(r.nodes).flatMap(([, n]) => (Array.isArray(n?.machines) ? n.machines : [])).map((m) => ({ name: m.name, platform: m.platform }) as Pick<Machine, 'name' | 'platform'>))
-      : fetchJson<{ machines: Machine[] }>(connection, '/machines/list', {}, signal).then((r) => r.machines))
+      : clientOf(connection).then((client) => client.machines({ signal })).then((r) => r.machines))
   })
   const set = <K extends keyof SubmitOptions>(k: K, v: SubmitOptions[K]) => onChange({ ...value, [k]: v })
   const text = (k: 'package' | 'options' | 'platform' | 'tags' | 'custom' | 'owner') => ({

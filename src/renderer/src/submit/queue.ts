@@ -2,8 +2,9 @@
 // hashes), URLs and hashes sent. A store outside the page, so uploads carry on and their state is
 // still there when the analyst looks at another page meanwhile.
 import { create } from 'zustand'
-import type { Sample, Task } from '../../../shared/api/schemas'
+import type { Sample } from '../../../shared/api/schemas'
 import { fetchJson, type ConnectionId } from '../api/http'
+import { clientOf } from '../api/client'
 import type { PickedFile } from './collect'
 import { toFields, toForm, parseTargets, type SubmitOptions } from './options'
 import { uploadFile } from './upload'
@@ -48,9 +49,10 @@ export const useQueue = create<Queue>()((set, get) => {
 
   /** The created task's sample hashes (the task embeds its sample; older servers need /files/view). */
   async function hashes(c: ConnectionId, taskId: number): Promise<Pick<QueueItem, 'md5' | 'sha256'>> {
-    const { task } = await fetchJson<{ task: Task }>(c, `/tasks/view/${taskId}`)
+    const client = await clientOf(c)
+    const { task } = await client.task(taskId)
     let sample = task.sample as Partial<Sample>
-    if (!sample.sha256 && task.sample_id) sample = (await fetchJson<{ sample: Sample }>(c, `/files/view/id/${task.sample_id}`)).sample
+    if (!sample.sha256 && task.sample_id) sample = (await client.sampleById(task.sample_id)).sample
     return { md5: sample.md5, sha256: sample.sha256 }
   }
 

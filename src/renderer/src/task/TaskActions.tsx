@@ -5,7 +5,8 @@
 import { useState, type JSX } from 'react'
 import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { Link, useNavigate } from 'react-router'
-import { fetchJson, type ConnectionId } from '../api/http'
+import type { ConnectionId } from '../api/http'
+import { clientOf } from '../api/client'
 import { keys } from '../api/live'
 import { SafeText } from '../components/text'
 
@@ -49,20 +50,21 @@ export function TaskActions({ connection, id, task }: { connection: ConnectionId
   const [outcome, setOutcome] = useState<Outcome | null>(null)
   const m = useMutation({
     mutationFn: async (a: Action): Promise<Outcome> => {
+      const client = await clientOf(connection)
       switch (a) {
         case 'delete':
-          await fetchJson(connection, `/tasks/delete/${id}`)
+          await client.deleteTask(id)
           return { ok: true, text: `Task ${id} deleted.` }
         case 'reschedule': {
-          const r = await fetchJson<{ task_id?: unknown }>(connection, `/tasks/reschedule/${id}`)
-          return typeof r.task_id === 'number' ? { ok: true, text: `Rescheduled as task ${r.task_id}.`, link: r.task_id } : { ok: true, text: 'Rescheduled.' }
+          const r = await client.reschedule(id)
+          return r.task_id !== undefined ? { ok: true, text: `Rescheduled as task ${r.task_id}.`, link: r.task_id } : { ok: true, text: 'Rescheduled.' }
         }
         case 'reboot': {
-          const r = await fetchJson<{ reboot_id?: unknown }>(connection, `/tasks/reboot/${id}`)
-          return typeof r.reboot_id === 'number' ? { ok: true, text: `Reboot analysis created: task ${r.reboot_id}.`, link: r.reboot_id } : { ok: true, text: 'Reboot task created.' }
+          const r = await client.reboot(id)
+          return r.reboot_id !== undefined ? { ok: true, text: `Reboot analysis created: task ${r.reboot_id}.`, link: r.reboot_id } : { ok: true, text: 'Reboot task created.' }
         }
         case 'rereport': {
-          const r = await fetchJson<{ success?: unknown }>(connection, `/tasks/rereport/${id}`)
+          const r = await client.rereport(id)
           return r.success === false ? { ok: false, text: 'The server did not regenerate the report.' } : { ok: true, text: 'The report is being regenerated.' }
         }
       }

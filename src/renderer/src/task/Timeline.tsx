@@ -2,7 +2,8 @@
 // reasons. Times are exact, with the relative form on hover.
 import type { JSX } from 'react'
 import { useQuery } from '@tanstack/react-query'
-import { fetchJson, type ConnectionId } from '../api/http'
+import type { ConnectionId } from '../api/http'
+import { clientOf } from '../api/client'
 import { keys } from '../api/live'
 import { SafeText, When } from '../components/text'
 import type { TimelineEntry } from '../../../shared/api/schemas'
@@ -30,7 +31,7 @@ export function Timeline({ connection, id, status }: { connection: ConnectionId;
   // The status is part of the key: each state change (pushed by the event stream) reloads it.
   const q = useQuery({
     queryKey: [...keys.task(connection, id), 'timeline', status],
-    queryFn: ({ signal }) => fetchJson<{ timeline: Partial<TimelineEntry>[] }>(connection, `/tasks/timeline/${id}`, {}, signal),
+    queryFn: async ({ signal }): Promise<{ timeline: Partial<TimelineEntry>[] }> => (await clientOf(connection)).timeline(id, { signal }),
     retry: false
   })
   if (q.isPending) return <p className="text-sm text-zinc-600 dark:text-zinc-400">Loading the timeline…</p>

@@ -3,8 +3,9 @@
 // (one state at most, no search, no category, Cuckoo's order).
 import type { QueryClient } from '@tanstack/react-query'
 import type { Task } from '../../../shared/api/schemas'
-import type { ListedTask, TaskSearchResult, TaskSort } from '../../../shared/api/ui-schemas'
-import { fetchJson, HttpError, type ConnectionId } from '../api/http'
+import type { ListedTask, TaskSearchQuery, TaskSort } from '../../../shared/api/ui-schemas'
+import { HttpError, type ConnectionId } from '../api/http'
+import { clientOf } from '../api/client'
 import { keys } from '../api/live'
 
 /** A task as the list shows it: /aviary/tasks adds `score`; /tasks/list (Cuckoo) has none. */
@@ -39,14 +40,16 @@ const filterKey = (c: ConnectionId, filter: TaskFilter) => [...keys.tasks(c), 'l
 export async function fetchTaskPage(c: ConnectionId, filter: TaskFilter, page: number, signal?: AbortSignal): Promise<TaskPage> {
   const offset = page * PAGE_SIZE
   if (!withoutSearch.has(c)) {
-    const params = new URLSearchParams({ offset: String(offset), limit: String(PAGE_SIZE) })
-    if (filter.statuses.length) params.set('status', filter.statuses.join(','))
-    if (filter.categories?.length) params.set('category', filter.categories.join(','))
-    if (filter.q) params.set('q', filter.q)
-    if (filter.sort && filter.sort !== 'id') params.set('sort', filter.sort)
-    if (filter.order === 'asc') params.set('order', 'asc')
+    const query: TaskSearchQuery = {
+      offset, limit: PAGE_SIZE,
+      ...(filter.statuses.length ? { status: filter.statuses.join(',') } : {}),
+      ...(filter.categories?.length ? { category: filter.categories.join(',') } : {}),
+      ...(filter.q ? { q: filter.q } : {}),
+      ...(filter.sort && filter.sort !== 'id' ? { sort: filter.sort } : {}),
+      ...(filter.order === 'asc' ? { order: 'asc' } : {})
+    }
     try {
-      const r = await fetchJson<TaskSearchResult>(c, `/aviary/tasks?${params}`, {}, signal)
+      const r = await (await clientOf(c)).searchTasks(query, { signal })
       return { tasks: r.tasks, total: r.total, exact: true }
     } catch (err) {
       if (!(err instanceof HttpError && err.status === 404)) throw err
@@ -55,7 +58,7 @@ export async function fetchTaskPage(c: ConnectionId, filter: TaskFilter, page: n
   }
   // Cuckoo's list filters by one status (?status=) and cannot search; the page says so.
   const status = filter.statuses.length === 1 ? (filter.statuses[0] as string) : undefined
-  const r = await fetchJson<{ tasks: ListTask[] }>(c, `/tasks/list/${PAGE_SIZE}/${offset}${status ? `?status=${encodeURIComponent(status)}` : ''}`, {}, signal)
+  const r: { tasks: ListTask[] } = await (await clientOf(c)).tasks(PAGE_SIZE, offset, { status, signal })
   if (r.tasks.length < PAGE_SIZE) return { tasks: r.tasks, total: offset + r.tasks.length, exact: true }
   // No count in the list: /cuckoo/status has one per state (Cuckoo's too), else grow a page at a time.
   const counted = await statusCount(c, status).catch(() => undefined)
@@ -63,12 +66,12 @@ export async function fetchTaskPage(c: ConnectionId, filter: TaskFilter, page: n
   return { tasks: r.tasks, total: offset + r.tasks.length + PAGE_SIZE, exact: false }
 }
 
-const statusCache = new Map<ConnectionId, { at: number; counts: Promise<Record<string, number>> }>()
+const statusCache = new Map<ConnectionId, { at: number; counts: Promise<Record<string, unknown>> }>()
 /** The task count of /cuckoo/status (all, or one state), asked at most every 5 s. */
 async function statusCount(c: ConnectionId, status: string | undefined): Promise<number | undefined> {
   let entry = statusCache.get(c)
   if (!entry || Date.now() - entry.at > 5_000) {
-    entry = { at: Date.now(), counts: fetchJson<{ tasks: Record<string, number> }>(c, '/cuckoo/status').then((s) => s.tasks) }
+    entry = { at: Date.now(), counts: clientOf(c).then((client) => client.status()).then((s): Record<string, unknown> => s.tasks) }
     statusCache.set(c, entry)
   }
   const counts = await entry.counts
