@@ -1,6 +1,6 @@
-// The analysis API's schemas, written once: Fastify validates requests and serializes responses
-// with them, the OpenAPI description is generated from them, and clients get their types.
-// `x-allowed` says in words what a field accepts; it is what a 400 tells the client.
+// The analysis API's objects (a task, a sample, a machine, the status…), written once: Fastify
+// serializes responses with them, the OpenAPI description is generated from them, and clients get
+// their types. The answers that wrap them are in responses.ts, request schemas in requests.ts.
 import { Type, type Static, type TSchema } from 'typebox'
 import { DriverKindSchema } from './drivers'
 

@@ -1,6 +1,6 @@
 // Schemas of the Aviary-only routes under /aviary/ that the UI uses (stats, task search, machine
-// controls, doctor). Cuckoo's routes keep theirs in schemas.ts. Like there, `x-allowed` says in
-// words what a field accepts: it is what a 400 tells the client.
+// controls, doctor). Cuckoo's routes keep theirs in schemas.ts, responses.ts and requests.ts. Like
+// there, `x-allowed` says in words what a field accepts: it is what a 400 tells the client.
 import { Type, type Static } from 'typebox'
 import { allowed } from './schema-words'
 import { TASK_STATUSES, Task, type TaskStatus } from './schemas'
