@@ -18,20 +18,11 @@ const BUNDLED = new Set(['typebox', '@fastify/type-provider-typebox'])
 const external = Object.keys(pkg.dependencies).filter((d) => !BUNDLED.has(d)).flatMap((d) => [d, `${d}/*`])
 const outdir = process.env.AVIARY_CLI_OUTDIR ?? `${root}/out/cli`
 
-const result = await build({
+const common = {
   absWorkingDir: root,
-  entryPoints: {
-    aviary: 'src/core/cli.ts',
-    'hash.worker': 'src/core/hashing/hash.worker.ts'
-  },
   outdir,
   outExtension: { '.js': '.mjs' },
   bundle: true,
-  // Chunks sit next to the entry (not in a folder) so that import.meta.url finds the analyzer, the
-  // UI and the hashing worker from any of them.
-  splitting: true,
-  chunkNames: 'lazy-[name]-[hash]',
-  metafile: true,
   platform: 'node',
   format: 'esm',
   target: 'node20',
@@ -42,7 +33,20 @@ const result = await build({
   // CommonJS code bundled into this ESM output (the agent's multipart parser) calls require() for
   // Node built-ins; give the bundle a real one.
   banner: { js: "import { createRequire as __aviaryRequire } from 'node:module'; const require = __aviaryRequire(import.meta.url);" }
+}
+
+const result = await build({
+  ...common,
+  entryPoints: { aviary: 'src/core/cli.ts' },
+  // Chunks sit next to the entry (not in a folder) so that import.meta.url finds the analyzer and
+  // the UI from any of them.
+  splitting: true,
+  chunkNames: 'lazy-[name]-[hash]',
+  metafile: true
 })
+// The hashing worker stays one file (12 KB): it shares nothing worth a chunk with the service, and
+// a worker started from it never needs a chunk another build has replaced.
+await build({ ...common, entryPoints: { 'hash.worker': 'src/core/hashing/hash.worker.ts' } })
 
 // Chunk names carry a hash of their content, so each build leaves the previous build's chunks
 // behind. A service started from that build imports them when it first needs them (its first
