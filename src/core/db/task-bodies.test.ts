@@ -1,5 +1,6 @@
 // The API's task bodies are task_json as SQLite holds it, byte for byte, in list order, whatever
-// changed and whichever connection changed it (the list order kept in memory must never be stale).
+// changed and whichever connection changed it: the list order and the task JSON kept in memory
+// must never be served stale, and stay within their byte budget.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -8,6 +9,7 @@ import Database from 'better-sqlite3'
 import { openDatabase, type Db } from './database'
 import { TasksRepository, type NewTask } from './tasks.repository'
 import { TaskMoves } from './task-moves'
+import { TaskBodies } from './task-bodies'
 
 const task = (target: string): NewTask => ({
   category: 'url', target, sample_id: null, package: null, timeout: 0, priority: 1, options: null, machine: null,
@@ -23,7 +25,11 @@ const report = (db: Db, id: number) => {
 }
 const view = (repo: TasksRepository, id: number) => (JSON.parse(repo.viewBody(id)!) as { task: Record<string, unknown> }).task
 const list = (repo: TasksRepository, limit?: number, offset?: number) =>
-  (JSON.parse(repo.listBody({ limit, offset })) as { tasks: { id: number; target: string }[] }).tasks
+  (JSON.parse(repo.listBody({ limit, offset }).toString()) as { tasks: { id: number; target: string }[] }).tasks
+/** What SQLite holds: the whole list, or one page of it, as the API must send it. */
+const oracleBody = (db: Db, limit = -1, offset = 0) => `{"tasks":[${db.prepare<[number, number], string>(
+  'SELECT tj.json FROM tasks t JOIN task_json tj ON tj.id = t.id ORDER BY t.completed_on, t.id LIMIT ? OFFSET ?'
+).pluck().all(limit, offset).join(',')}]}`
 
 let dir: string
 let db: Db
@@ -48,15 +54,20 @@ describe('task bodies', () => {
     repo.delete(ids[1]!)
     expect(repo.viewBody(ids[1]!)).toBeUndefined()
     expect(list(repo).map((t) => t.id)).toEqual([ids[2], ids[0]])
+    // This connection, bypassing the repositories: the kept JSON of a listed task is not served.
+    expect(repo.listBody({}).toString()).toBe(oracleBody(db))
+    db.prepare(`UPDATE tasks SET errors = '["by hand"]' WHERE id = ?`).run(ids[2])
+    expect(list(repo).find((t) => t.id === ids[2])).toMatchObject({ errors: ['by hand'] })
     // Another connection (a script, a second process): seen by the very next request.
     const other = new Database(path.join(dir, 'aviary.db'))
     other.prepare(`UPDATE tasks SET target = 'http://changed.com/' WHERE id = ?`).run(ids[2])
     const added = Number(other.prepare(`INSERT INTO tasks (category, target, clock, added_on)
       VALUES ('url', 'http://b.com/', '2026-01-01 00:00:00', '2026-01-01 00:00:00')`).run().lastInsertRowid)
     expect(view(repo, ids[2]!).target).toBe('http://changed.com/')
-    expect(list(repo).map((t) => t.id)).toEqual([ids[2], added, ids[0]])
+    expect(list(repo).map((t) => [t.id, t.target])).toEqual([[ids[2], 'http://changed.com/'], [added, 'http://b.com/'], [ids[0], 'http://a.com/1']])
     other.prepare('UPDATE tasks SET completed_on = ? WHERE id = ?').run('2020-01-01 00:00:00', ids[2])
     expect(list(repo).map((t) => t.id)).toEqual([added, ids[2], ids[0]])
+    expect(repo.listBody({ limit: 2, offset: 1 }).toString()).toBe(oracleBody(db, 2, 1))
     other.prepare('DELETE FROM tasks WHERE id = ?').run(added)
     expect(list(repo).map((t) => t.id)).toEqual([ids[2], ids[0]])
     other.close()
@@ -84,12 +95,12 @@ describe('task bodies', () => {
       if (op < 55) {
         const limit = 1 + rand(30)
         const offset = rand(ids.length + 5)
-        expect(repo.listBody({ limit, offset })).toBe(`{"tasks":[${oracle.all(limit, offset).join(',')}]}`)
+        expect(repo.listBody({ limit, offset }).toString()).toBe(`{"tasks":[${oracle.all(limit, offset).join(',')}]}`)
       } else if (op < 63) {
         const status = rand(2) ? 'pending' : 'reported'
         const limit = 1 + rand(30)
         const offset = rand(50)
-        expect(repo.listBody({ status, limit, offset })).toBe(`{"tasks":[${filtered.all(status, limit, offset).join(',')}]}`)
+        expect(repo.listBody({ status, limit, offset }).toString()).toBe(`{"tasks":[${filtered.all(status, limit, offset).join(',')}]}`)
       } else if (op < 85) {
         const id = ids[rand(ids.length)]!
         expect(repo.viewBody(id)).toBe(`{"task":${oracleOne.get(id)}}`)
@@ -104,16 +115,33 @@ describe('task bodies', () => {
       }
     }
     // The whole list, unpaged.
-    expect(repo.listBody({})).toBe(`{"tasks":[${oracle.all(-1, 0).join(',')}]}`)
+    expect(repo.listBody({}).toString()).toBe(`{"tasks":[${oracle.all(-1, 0).join(',')}]}`)
+  })
+
+  it('keeps no more task JSON than its budget, and answers every page right while it lets tasks go', () => {
+    const repo = new TasksRepository(db)
+    const ids = Array.from({ length: 200 }, (_, i) => repo.insert(task(`http://a.com/${'z'.repeat(i % 40)}${i}`)))
+    const size = (db.prepare('SELECT sum(length(CAST(json AS BLOB))) FROM task_json').pluck().get() as number) / ids.length
+    const bodies = new TaskBodies(db, Math.floor(size * 30)) // room for ~30 of 200 tasks
+    let seed = 3
+    for (let step = 0; step < 300; step++) {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff
+      const offset = seed % 190
+      expect(bodies.page(20, offset).toString()).toBe(oracleBody(db, 20, offset))
+      expect(bodies.keptBytes()).toBeLessThanOrEqual(Math.floor(size * 30))
+    }
+    expect(bodies.keptBytes()).toBeGreaterThan(0)
+    expect(bodies.list([ids[5]!, 999_999, ids[3]!]).toString()).toBe(
+      `{"tasks":[${[ids[5], ids[3]].map((id) => db.prepare('SELECT json FROM task_json WHERE id = ?').pluck().get(id)).join(',')}]}`)
   })
 
   it('builds valid JSON for empty and one-task pages, and keeps what is not ASCII', () => {
     const repo = new TasksRepository(db)
-    expect(repo.listBody({})).toBe('{"tasks":[]}')
-    expect(repo.listBody({ limit: 10, offset: 5 })).toBe('{"tasks":[]}')
+    expect(repo.listBody({}).toString()).toBe('{"tasks":[]}')
+    expect(repo.listBody({ limit: 10, offset: 5 }).toString()).toBe('{"tasks":[]}')
     const id = repo.insert(task('http://a.com/ünicode-ö-\u202e'))
     expect(list(repo, 1, 0)).toEqual([expect.objectContaining({ id, target: 'http://a.com/ünicode-ö-\u202e' })])
     expect(list(repo, 5, 1)).toEqual([])
-    expect(repo.listBody({ status: 'running' })).toBe('{"tasks":[]}')
+    expect(repo.listBody({ status: 'running' }).toString()).toBe('{"tasks":[]}')
   })
 })

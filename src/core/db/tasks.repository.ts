@@ -136,7 +136,7 @@ export class TasksRepository {
   }
 
   /** The /tasks/list body, {"tasks":[...]}, in list order (task-bodies.ts). */
-  listBody(filter: ListFilter): string {
+  listBody(filter: ListFilter): Buffer {
     const unfiltered = filter.status === undefined && filter.owner === undefined &&
       filter.completedAfter === undefined && filter.sampleId === undefined
     if (unfiltered) return this.bodies.page(filter.limit, filter.offset ?? 0)

@@ -31,7 +31,7 @@ export class TasksService {
   }
 
   /** The /tasks/list body, serialized, tasks in list order. */
-  listBody(q: ListQuery, sampleId?: number): string {
+  listBody(q: ListQuery, sampleId?: number): Buffer {
     if (q.status !== undefined && !(TASK_STATUSES as readonly string[]).includes(q.status)) {
       throw badRequest('status', `'${q.status}' is not a task status; one of ${TASK_STATUSES.join(', ')}`)
     }

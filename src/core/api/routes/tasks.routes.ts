@@ -10,7 +10,7 @@ import { stripEmptyFields } from '../empty-fields'
 import type { FastifyReply } from 'fastify'
 
 // Tasks come serialized from the database (task_json); the response schemas document them.
-const sendJson = (reply: FastifyReply, body: string) => reply.type('application/json; charset=utf-8').send(body)
+const sendJson = (reply: FastifyReply, body: string | Buffer) => reply.type('application/json; charset=utf-8').send(body)
 
 const e400 = { 400: ErrorBody }
 const e404 = { 400: ErrorBody, 404: ErrorBody }
