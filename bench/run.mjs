@@ -2,7 +2,7 @@
 // Aviary benchmark (not a test: figures depend on the machine). Measures, side by side in one run:
 //   ingest  multipart upload of 256 MiB and 1 GiB samples through the API (curl) against
 //           `md5sum; sha1sum; sha256sum; sha512sum` on the same file, and the server's peak RSS
-//   view    GET /tasks/view/{random id} with 100,000 tasks, against a hello-world Fastify route
+//   view    GET /tasks/view/{random id} with 100,000 tasks, against a bare node:http hello world
 //   list    GET /tasks/list/100/{random offset} at the same scale, against the same hello world
 // The service is the built `aviary serve` in its own process; load comes from wrk.
 // Usage: npm run bench [-- --only ingest|http]
@@ -65,13 +65,13 @@ async function startAviary(dataDir) {
   return { base, child, stop: () => stopChild(child) }
 }
 
+// The baseline: what node:http alone answers on this machine, with no framework, routing or data.
 async function startHello() {
   const port = freePort()
   const code = `
-    import Fastify, { LogController } from 'fastify'
-    const app = Fastify({ logger: { level: 'info' }, logController: new LogController({ disableRequestLogging: true }) })
-    app.get('/', async () => ({ hello: 'world' }))
-    await app.listen({ host: '127.0.0.1', port: ${port} })`
+    import { createServer } from 'node:http'
+    const body = JSON.stringify({ hello: 'world' })
+    createServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body)).listen(${port}, '127.0.0.1')`
   const child = track(spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }), { label: 'stop the hello world' })
   const base = `http://127.0.0.1:${port}`
   await waitFor(`${base}/`)
@@ -166,7 +166,7 @@ async function benchHttp(work) {
     const rand = (max, tmpl) => `math.randomseed(os.time())\nrequest = function() return wrk.format("GET", ${tmpl.replace('N', `math.random(${max})`)}) end\n`
     const viewScript = rand(TASKS, '"/tasks/view/" .. N')
     const listScript = rand(TASKS - 100, '"/tasks/list/100/" .. N')
-    // Every route runs once before it is measured (JIT, SQLite and the task cache warm up),
+    // Every route runs once before it is measured (JIT, SQLite's page cache and the OS's warm up),
     // so the figures are steady-state throughput.
     wrk(`${hello.base}/`)
     const helloRun = wrk(`${hello.base}/`)
@@ -180,9 +180,9 @@ async function benchHttp(work) {
     return {
       hello: helloRps,
       rows: [
-        { route: 'GET /tasks/view/{random id}', ...view, ratio: view.rps / helloRps, target: 0.5 },
-        { route: 'GET /tasks/list/100/{random offset}', ...list, ratio: list.rps / helloRps, target: 0.25 },
-        { route: 'GET /tasks/list/100/0', ...list0, ratio: list0.rps / helloRps, target: 0.25 }
+        { route: 'GET /tasks/view/{random id}', ...view, ratio: view.rps / helloRps, target: 0.25 },
+        { route: 'GET /tasks/list/100/{random offset}', ...list, ratio: list.rps / helloRps, target: 0.12 },
+        { route: 'GET /tasks/list/100/0', ...list0, ratio: list0.rps / helloRps, target: 0.12 }
       ],
       rss: peakRssMb(svc.child.pid)
     }
@@ -203,7 +203,7 @@ try {
   }
   if (only !== 'ingest') {
     const res = await benchHttp(work)
-    console.log(`\n## Requests per second with ${TASKS.toLocaleString('en')} tasks (wrk -t2 -c32 -d${DURATION}), against hello world (${res.hello.toFixed(0)} req/s)\n`)
+    console.log(`\n## Requests per second with ${TASKS.toLocaleString('en')} tasks (wrk -t2 -c32 -d${DURATION}), against a bare node:http hello world (${res.hello.toFixed(0)} req/s)\n`)
     console.log('| route | req/s | p99 latency | ratio to hello world | target |\n|---|---|---|---|---|')
     for (const r of res.rows) console.log(`| ${r.route} | ${r.rps.toFixed(0)} | ${r.p99} | ${r.ratio.toFixed(2)} | ≥ ${r.target} |`)
     console.log(`\nserver peak RSS during the HTTP runs: ${res.rss.toFixed(0)} MB`)
