@@ -12,14 +12,14 @@
 // Interrupted or failing, it closes the browser, stops the service and removes its folder.
 // The functions passed to page.evaluate and addInitScript run in the browser:
 /* global window, document, MutationObserver, requestAnimationFrame */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { build } from 'esbuild'
-import { chromium } from 'playwright-core'
-import { args, cleanup, numArg, own, stopChild, tempDir, track } from './cleanup.mjs'
+import { args, cleanup, numArg, tempDir } from './cleanup.mjs'
+import { launchChromium, printProfile, startAviary } from './ui-kit.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const CALLS = numArg('--calls', 1_000_000, 20_000)
@@ -30,9 +30,6 @@ const rendererDir = path.join(root, 'out/renderer')
 const work = tempDir('aviary-ui-calls-bench-')
 
 const log = (m) => process.stderr.write(`ui-calls: ${m}\n`)
-
-const freePort = () => Number(execFileSync(process.execPath, ['-e',
-  'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})']).toString())
 
 /** Call i of the busy process, as the analyzer's strace (-f -ttt -yy) prints it. */
 function line(i) {
@@ -87,24 +84,6 @@ void main()
   return JSON.parse(execFileSync(process.execPath, ['--max-semi-space-size=2', out, analysis, String(CALLS + 10)], { encoding: 'utf8', maxBuffer: 1 << 20 }).trim())
 }
 
-async function waitFor(url) {
-  for (let i = 0; i < 600; i++) {
-    try { if ((await fetch(url)).ok) return } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`${url} did not answer`)
-}
-
-async function startAviary(dataDir) {
-  const port = freePort()
-  const child = track(spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
-    { stdio: ['ignore', 'ignore', 'inherit'], detached: true }), { group: true, graceMs: 20_000, label: 'stop aviary serve' })
-  const base = `http://127.0.0.1:${port}`
-  const stop = () => stopChild(child, { group: true, graceMs: 20_000 })
-  await waitFor(`${base}/cuckoo/status`).catch(async (err) => { await stop(); throw err })
-  return { base, stop }
-}
-
 // Runs in the page before its scripts: when the first call row is painted (the frame after it
 // enters the DOM), and every long task.
 const INSTRUMENT = () => {
@@ -122,18 +101,6 @@ const INSTRUMENT = () => {
   document.addEventListener('DOMContentLoaded', () => mo.observe(document.body, { childList: true, subtree: true }))
 }
 
-/** Self time per function of a CDP CPU profile, the top 20. */
-function printProfile(profile) {
-  const self = new Map()
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
-  profile.samples.forEach((id, i) => {
-    const f = byId.get(id).callFrame
-    const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber + 1}`
-    self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000)
-  })
-  for (const [k, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 20)) log(`${ms.toFixed(0).padStart(6)} ms  ${k}`)
-}
-
 const callRows = '[role="grid"][aria-label="Calls"] [role="row"]'
 
 async function main() {
@@ -143,7 +110,7 @@ async function main() {
     execFileSync('npx', ['electron-vite', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
   }
   const dataDir = path.join(work, 'data')
-  let svc = await startAviary(dataDir) // creates the database and its schema
+  let svc = await startAviary(dataDir, ['--max-semi-space-size=2']) // creates the database and its schema
   await svc.stop()
   const analysis = path.join(dataDir, 'storage', 'analyses', '1')
   mkdirSync(path.join(analysis, 'logs'), { recursive: true })
@@ -159,14 +126,13 @@ async function main() {
     VALUES (1, 'file', '/tmp/work/busy', 'generic', '2026-01-01 00:00:00', '2026-01-01 00:00:00', '2026-01-01 00:00:00', '2026-01-01 00:01:00', 'reported')`).run()
   db.close()
 
-  svc = await startAviary(dataDir)
+  svc = await startAviary(dataDir, ['--max-semi-space-size=2'])
   try {
     const listing = await (await fetch(`${svc.base}/aviary/tasks/1/calls`)).json()
     const busy = listing.processes.find((p) => p.pid === PID)
     if (!busy || busy.calls < CALLS) throw new Error(`the service lists ${JSON.stringify(listing).slice(0, 300)}`)
     const url = `${svc.base}/#/tasks/1?tab=behavior`
-    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], env: { ...process.env, TMPDIR: work },
-      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false }), (b) => b.close(), 'close Chromium')
+    const browser = await launchChromium(work)
     // Chromium's own temp files go into the bench's folder (a signal during its start leaves none in
     // /tmp), and bench/cleanup.mjs closes it on a signal: Playwright's own SIGINT handler would
     // exit the process (130) before the service and the folder are cleaned up.
@@ -237,7 +203,7 @@ async function main() {
     }, null, { timeout: 10_000 })
     await page.waitForFunction(allLoaded, null, { timeout: 10_000 })
     const jumpMs = performance.now() - jumpStart
-    if (cdp) printProfile((await cdp.send('Profiler.stop')).profile)
+    if (cdp) printProfile((await cdp.send('Profiler.stop')).profile, log)
     const scrolled = await page.evaluate(() => ({ longTasks: window.__bench.longTasks, rowsInDom: document.querySelectorAll('[role="grid"][aria-label="Calls"] [role="row"]').length }))
 
     // A category filter answered by the service over the million calls (the rows for it drawn).

@@ -10,22 +10,19 @@
 // Interrupted or failing, it closes the browser, stops the service and removes its folder.
 // The functions passed to page.evaluate and addInitScript run in the browser:
 /* global window */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
-import { chromium } from 'playwright-core'
-import { args, cleanup, numArg, own, quick, stopChild, tempDir, track } from './cleanup.mjs'
+import { args, cleanup, numArg, quick, tempDir } from './cleanup.mjs'
+import { launchChromium, startAviary } from './ui-kit.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const PROCESSES = numArg('--processes', 100_000, 2_000)
 const WHEELS = numArg('--wheels', 60, 10)
 const work = tempDir('aviary-ui-compare-bench-')
 const log = (m) => process.stderr.write(`ui-compare: ${m}\n`)
-
-const freePort = () => Number(execFileSync(process.execPath, ['-e',
-  'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})']).toString())
 
 /** A report of `n` processes under one root (in the tree and in behavior.processes), with their network and files. */
 function report(n, seed) {
@@ -48,24 +45,6 @@ function report(n, seed) {
     static: { elf: { file_header: { class: 'ELF64', machine: 'Advanced Micro Devices X86-64' }, libraries: ['libc.so.6'] } },
     strings: Array.from({ length: 2048 }, (_, i) => `string ${seed} ${i}`)
   }
-}
-
-async function waitFor(url) {
-  for (let i = 0; i < 600; i++) {
-    try { if ((await fetch(url)).ok) return } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`${url} did not answer`)
-}
-
-async function startAviary(dataDir) {
-  const port = freePort()
-  const child = track(spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
-    { stdio: ['ignore', 'ignore', 'inherit'], detached: true }), { group: true, graceMs: 20_000, label: 'stop aviary serve' })
-  const base = `http://127.0.0.1:${port}`
-  const stop = () => stopChild(child, { group: true, graceMs: 20_000 })
-  await waitFor(`${base}/cuckoo/status`).catch(async (err) => { await stop(); throw err })
-  return { base, stop }
 }
 
 // Runs in the page before its scripts: every long task; with `noWorker`, no Worker at all.
@@ -117,8 +96,7 @@ async function main() {
     const summary = await fetch(`${svc.base}/tasks/summary/1`)
     log(`/tasks/summary/1: ${((await summary.arrayBuffer()).byteLength / 1e6).toFixed(1)} MB`)
     const url = `${svc.base}/#/compare?a=local:1&b=local:2`
-    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], env: { ...process.env, TMPDIR: work },
-      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false }), (b) => b.close(), 'close Chromium')
+    const browser = await launchChromium(work)
     // Chromium's own temp files go into the bench's folder (a signal during its start leaves none in
     // /tmp), and bench/cleanup.mjs closes it on a signal: Playwright's own SIGINT handler would
     // exit the process (130) before the service and the folder are cleaned up.

@@ -8,15 +8,15 @@
 // Interrupted or failing, it closes the browser, stops the service and removes its folder.
 // The functions passed to page.evaluate and addInitScript run in the browser:
 /* global window, document, MutationObserver, requestAnimationFrame */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { createReadStream, existsSync, statSync } from 'node:fs'
 import { createServer, request as httpRequest } from 'node:http'
 import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
-import { chromium } from 'playwright-core'
-import { args, cleanup, numArg, onCleanup, own, quick, stopChild, tempDir, track } from './cleanup.mjs'
+import { args, cleanup, numArg, onCleanup, quick, tempDir } from './cleanup.mjs'
+import { launchChromium, printProfile, startAviary, freePort } from './ui-kit.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const TASKS = quick ? 5_000 : 100_000
@@ -26,34 +26,6 @@ const WHEEL_PX = 480
 const rendererDir = path.join(root, 'out/renderer')
 
 const log = (m) => process.stderr.write(`ui-tasks: ${m}\n`)
-
-const freePort = () => Number(execFileSync(process.execPath, ['-e',
-  'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})']).toString())
-
-async function waitFor(url) {
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(url)).ok) return
-    } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`${url} did not answer`)
-}
-
-async function startAviary(dataDir) {
-  const port = freePort()
-  const child = track(spawn(process.execPath, [path.join(root, 'bin/aviary.js'), 'serve', '--data', dataDir, '-p', String(port)],
-    { stdio: ['ignore', 'ignore', 'inherit'] }), { graceMs: 20_000, label: 'stop aviary serve' })
-  const base = `http://127.0.0.1:${port}`
-  const stop = () => stopChild(child, { graceMs: 20_000 })
-  try {
-    await waitFor(`${base}/cuckoo/status`)
-  } catch (err) {
-    await stop()
-    throw err
-  }
-  return { base, stop }
-}
 
 // One transaction of prepared inserts: 100,000 tasks (one in ten a URL) in a couple of seconds.
 function seedTasks(dataDir) {
@@ -140,19 +112,6 @@ const INSTRUMENT = () => {
   requestAnimationFrame(frame)
 }
 
-/** Self time per function of a CDP CPU profile, the top 20. */
-function printProfile(profile) {
-  const self = new Map()
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
-  const dt = profile.timeDeltas
-  profile.samples.forEach((id, i) => {
-    const f = byId.get(id).callFrame
-    const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber + 1}`
-    self.set(key, (self.get(key) ?? 0) + (dt[i] ?? 0) / 1000)
-  })
-  for (const [k, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 20)) log(`${ms.toFixed(0).padStart(6)} ms  ${k}`)
-}
-
 async function main() {
   if (!args.includes('--no-build') || !existsSync(path.join(rendererDir, 'index.html'))) {
     log('building the UI (electron-vite build) and the CLI')
@@ -174,8 +133,7 @@ async function main() {
     const pageBase = served ? svc.base : ui.base
     log(served ? 'UI served by the service' : 'UI served by the bench (the service does not serve it)')
 
-    const browser = await own(chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], env: { ...process.env, TMPDIR: work },
-      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false }), (b) => b.close(), 'close Chromium')
+    const browser = await launchChromium(work)
     // Chromium's own temp files go into the bench's folder (a signal during its start leaves none in
     // /tmp), and bench/cleanup.mjs closes it on a signal: Playwright's own SIGINT handler would
     // exit the process (130) before the service and the folder are cleaned up.
@@ -221,7 +179,7 @@ async function main() {
       return rows.length > 0 && rows.every((r) => r.hasAttribute('data-task-id'))
     }, null, { timeout: 10_000 })
     const scrollMs = performance.now() - scrollStart
-    if (cdp) printProfile((await cdp.send('Profiler.stop')).profile)
+    if (cdp) printProfile((await cdp.send('Profiler.stop')).profile, log)
     const after = await measured.evaluate(() => ({
       longTasks: window.__bench.longTasks,
       maxFrameGap: window.__bench.maxFrameGap,
