@@ -76,7 +76,7 @@ function local(dataDir: string): Backend {
     unlock = lockDataDir(layout.root)
   } catch (err) {
     if (!(err instanceof DataDirLockedError)) throw err
-    throw new Error(`${err.message} (${layout.root}): while it runs, ask it through its API with --remote http://${DEFAULT_HOST}:${DEFAULT_PORT} (or AVIARY_URL)`, { cause: err })
+    throw new Error(`${err.message} (${layout.root}): while it runs, ask it through its API with --remote and the address it printed when it started (http://${DEFAULT_HOST}:${DEFAULT_PORT} unless started with -H or -p), or AVIARY_URL`, { cause: err })
   }
   const db = openDatabase(layout.database)
   const tasks = new TasksRepository(db)
