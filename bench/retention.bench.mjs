@@ -63,7 +63,9 @@ function fill() {
   db.transaction(() => {
     for (let i = 1; i <= TASKS; i++) {
       const status = statuses[i % statuses.length]
-      const t = stamp(i % 90)
+      // Half a day off whole days: no task sits on the rule's 30-day edge, which it would cross
+      // between the preview and the run.
+      const t = stamp((i % 90) + 0.5)
       const id = insert.run(`http://site-${i}.example/`, t, t, status === 'pending' ? null : t, status, status === 'reported' ? i % 10 : null).lastInsertRowid
       const dir = path.join(work, 'storage', 'analyses', String(id))
       mkdirSync(path.join(dir, 'files'), { recursive: true })
