@@ -21,10 +21,15 @@ export interface Harness {
   stop(): Promise<void>
 }
 
+/**
+ * `dataDir`: a data folder of the test's own, kept when the harness stops (a second service can
+ * open it, as after a restart or an upgrade); otherwise a fresh one, removed at stop.
+ */
 export async function startHarness(opts: Partial<ServiceOptions> & { machines?: unknown } = {}): Promise<Harness> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'aviary-test-'))
+  const ownDir = opts.dataDir === undefined
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), 'aviary-test-'))
   if (opts.machines !== undefined) writeFileSync(path.join(dataDir, 'machines.json'), JSON.stringify(opts.machines))
-  const service = new AviaryService({ dataDir, port: 0, logLevel: 'warn', hashWorker: HASH_WORKER, engine: false, ...opts })
+  const service = new AviaryService({ port: 0, logLevel: 'warn', hashWorker: HASH_WORKER, engine: false, ...opts, dataDir })
   const { url } = await service.start()
   const get = (p: string, headers: Record<string, string> = {}) => fetch(url + p, { headers })
   let db: Database.Database | undefined
@@ -55,7 +60,7 @@ export async function startHarness(opts: Partial<ServiceOptions> & { machines?: 
     async stop() {
       db?.close()
       await service.stop()
-      rmSync(dataDir, { recursive: true, force: true })
+      if (ownDir) rmSync(dataDir, { recursive: true, force: true })
     }
   }
 }

@@ -29,6 +29,7 @@ import { FleetService } from './fleet/fleet.service'
 import { MachineLocks } from './db/machine-locks'
 import { TaskScores } from './db/task-search'
 import { SearchIndex } from './search/search-index'
+import { SearchBackfill } from './search/backfill'
 
 export interface EngineLog {
   info(msg: string): void
@@ -58,6 +59,7 @@ export interface EngineOptions {
 
 interface Running {
   processor: Processor
+  backfill: SearchBackfill
   scheduler: Scheduler
   runner: AnalysisRunner
   resultServer: ResultServer
@@ -127,7 +129,9 @@ export class Engine {
       detectType: o.detectType, aviaryVersion: o.aviaryVersion, log: o.log, scores: new TaskScores(o.db), searchIndex: new SearchIndex(o.db),
       yaraRules: () => (existsSync(yaraDir) ? yaraDir : null)
     })
-    this.running = { processor, scheduler, runner, resultServer }
+    // Reports written before the search index are indexed in the background (search/backfill.ts).
+    const backfill = new SearchBackfill({ db: o.db, layout: o.layout, log: o.log })
+    this.running = { processor, backfill, scheduler, runner, resultServer }
     // Machines a crashed run left on are powered off before anything uses them again.
     for (const m of recovered.wereLocked) {
       const driver = this.drivers.get(m.driver)
@@ -138,6 +142,7 @@ export class Engine {
     watchFile(o.layout.machinesConfig, { interval: o.configPollMs ?? 1000 }, this.onConfigChange)
     scheduler.start()
     processor.start()
+    backfill.start()
   }
 
   /** The routes of machines.json now (null: nothing is routed), for submissions. */
@@ -185,6 +190,7 @@ export class Engine {
     await this.fleet.idle()
     await r.runner.stop()
     await r.processor.stop()
+    await r.backfill.stop()
     await r.resultServer.stop()
     await Promise.all([this.drivers, ...this.retired.splice(0)].map((d) => d?.close()))
     this.drivers = null

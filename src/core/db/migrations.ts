@@ -330,5 +330,25 @@ export const migrations: Migration[] = [
         INSERT INTO change_journal (kind, ref) VALUES ('machine', NEW.id);
       END;
     `
+  },
+  {
+    // The reports written before the search index (search/backfill.ts).
+    version: 7,
+    name: 'the reports the search index has not read yet',
+    sql: `
+      -- Tasks reported before migration 5 have no report terms: they are indexed once, in the
+      -- background, from their report.json. A task leaves this table when it is indexed, by the
+      -- backfill or by processing (a rereport), or when it is deleted. Reported tasks without a
+      -- report term may also be ones whose report named nothing to find: they are read once more.
+      CREATE TABLE search_backfill (
+        task_id INTEGER PRIMARY KEY REFERENCES tasks(id) ON DELETE CASCADE
+      );
+      INSERT INTO search_backfill (task_id)
+        SELECT id FROM tasks WHERE status = 'reported'
+          AND NOT EXISTS (SELECT 1 FROM task_terms WHERE task_id = tasks.id AND kind <> 'tag');
+      CREATE TRIGGER search_backfill_delete AFTER DELETE ON tasks BEGIN
+        DELETE FROM search_backfill WHERE task_id = OLD.id;
+      END;
+    `
   }
 ]

@@ -16,6 +16,10 @@ export class TaskTermsRepository {
   private readonly insertStmt
   private readonly listStmt
   private readonly replaceTx
+  private readonly backfillTx
+  private readonly unqueueStmt
+  private readonly nextQueuedStmt
+  private readonly queuedCountStmt
 
   constructor(db: Db) {
     this.existsStmt = db.prepare<[number], number>('SELECT 1 FROM tasks WHERE id = ?').pluck()
@@ -27,13 +31,45 @@ export class TaskTermsRepository {
       if (this.existsStmt.get(taskId) === undefined) return false
       this.deleteStmt.run(taskId)
       for (const t of terms) this.insertStmt.run(taskId, t.kind, t.term)
+      // Indexed now: the backfill has nothing left to read for this task.
+      this.unqueueStmt.run(taskId)
       return true
+    })
+    this.unqueueStmt = db.prepare<[number]>('DELETE FROM search_backfill WHERE task_id = ?')
+    this.nextQueuedStmt = db.prepare<[], number>('SELECT task_id FROM search_backfill ORDER BY task_id DESC LIMIT 1').pluck()
+    this.queuedCountStmt = db.prepare<[], number>('SELECT count(*) FROM search_backfill').pluck()
+    this.backfillTx = db.transaction((taskId: number, terms: readonly TermRow[]): boolean => {
+      // Gone from the queue meanwhile: processing indexed a newer report (a rereport), or the task was deleted.
+      if (this.unqueueStmt.run(taskId).changes === 0) return false
+      return this.replaceTx(taskId, terms)
     })
   }
 
   /** The task's terms become these, at once; false (nothing written) when there is no such task. */
   replace(taskId: number, terms: readonly TermRow[]): boolean {
     return this.replaceTx(taskId, terms)
+  }
+
+  /** The newest task whose report the backfill has still to read. */
+  nextQueued(): number | undefined {
+    return this.nextQueuedStmt.get()
+  }
+
+  queuedCount(): number {
+    return this.queuedCountStmt.get() ?? 0
+  }
+
+  /**
+   * The backfill's terms for a queued task; false (nothing written) when the task has left the
+   * queue since it was read (processing wrote newer terms, or the task is gone).
+   */
+  replaceQueued(taskId: number, terms: readonly TermRow[]): boolean {
+    return this.backfillTx(taskId, terms)
+  }
+
+  /** Leaves a task's report unread (it cannot be read); its terms stay as they are. */
+  unqueue(taskId: number): void {
+    this.unqueueStmt.run(taskId)
   }
 
   /** The task's report terms, by kind and term. */
