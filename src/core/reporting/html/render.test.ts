@@ -79,7 +79,7 @@ function realistic(): Record<string, unknown> {
 
 const VOID = new Set(['meta', 'br', 'img'])
 const TAGS = new Set(['html', 'head', 'meta', 'title', 'style', 'body', 'header', 'main', 'section', 'div', 'h1', 'h2', 'h3', 'p', 'b', 'span', 'code',
-  'table', 'thead', 'tbody', 'tr', 'th', 'td', 'ul', 'li', 'br', 'details', 'summary', 'figure', 'figcaption', 'img'])
+  'table', 'thead', 'tbody', 'tr', 'th', 'td', 'ul', 'li', 'br', 'details', 'summary', 'figure', 'figcaption', 'img', 'pre'])
 const ATTRS = new Set(['lang', 'charset', 'http-equiv', 'content', 'name', 'class', 'title', 'id', 'alt', 'src'])
 
 interface Tag { close: boolean; name: string; attrs: [string, string][] }
@@ -217,6 +217,22 @@ describe('renderHtmlReport on odd reports', () => {
         expect(html).toContain('No screenshots.') // a path that is not shots/NNNN.jpg is ignored
       }
     }
+  })
+})
+
+describe('an Office document in report.html', () => {
+  it('shows each macro module\'s source as lines of escaped text', async () => {
+    const code = `Sub AutoOpen()\r\n  x = "${HOSTILE}"\r\n  y = "${BIDI}"\r\nEnd Sub`
+    const out = path.join(dir, 'reports', 'office.html')
+    await renderHtmlReport({ static: { office: { format: 'ole', vba: ['Macros'], external_targets: [], macros: [
+      { stream: 'Macros/VBA/ThisDocument', filename: 'ThisDocument.cls', orig_code: code, deobf: code }
+    ] } } }, { dir: path.join(dir, 'nothing'), out })
+    const html = readFileSync(out, 'utf8')
+    checkStructure(html)
+    expect(html).toContain('<p><b>Macros (1)</b></p>')
+    const pre = /<pre>([^]*?)<\/pre>/.exec(html)?.[1] ?? ''
+    expect(pre.split('\n')).toEqual(['Sub AutoOpen()', `  x = &quot;${text(HOSTILE)}&quot;`, '  y = &quot;invoice⟨U+202E⟩gpj.exe&quot;', 'End Sub'])
+    expect(html).not.toContain('<script')
   })
 })
 

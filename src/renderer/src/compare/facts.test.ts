@@ -170,7 +170,7 @@ describe('reports of any origin', () => {
       signatures: [null, 3, { name: 'evil\u202Eexe.txt', severity: 99, ttp: 'T1' }, { ttp: { a: 5 } }],
       behavior: { processtree: [{ pid: 'x', process_name: 7, children: 'no' }, null, { children: [null, { process_name: 'k' }] }], processes: 'x' },
       network: { hosts: 'x', domains: [{ domain: 5 }], dns: [{ request: 'A.Example.', answers: 'x' }], http: [{ uri: ['x'] }, { host: 'h', method: 'post', path: '/p', status: {} }], tcp: [null, { dst: 1 }], http_ex: { a: 1 } },
-      dropped: [{ sha256: 5 }, { md5: 'ABC' }], static: { pe_sections: 'x', pe_imports: [{ dll: 3, imports: 'x' }], elf: 'x', pdf: [{ javascript: 2, urls: ['http://u'] }, 'x'], office: { macros: true, vba: ['x', 1] } }, strings: 'abc'
+      dropped: [{ sha256: 5 }, { md5: 'ABC' }], static: { pe_sections: 'x', pe_imports: [{ dll: 3, imports: 'x' }], elf: 'x', pdf: [{ javascript: 2, urls: ['http://u'] }, 'x'], office: { macros: [{ filename: 'M.bas', orig_code: 'a\r\nb' }, 'x', { filename: 7 }], vba: ['x', 1], format: true } }, strings: 'abc'
     }
     const f = reportFacts(hostile)
     expect(f.score).toBeNull()
@@ -181,7 +181,8 @@ describe('reports of any origin', () => {
     expect(f.dropped.map((d) => d.key)).toEqual(['5', 'md5 abc'])
     expect(f.staticFacts).toContainEqual({ key: 'PDF javascript', value: '2' })
     expect(f.staticSets.find((s) => s.title === 'PDF urls')?.items).toEqual([{ key: 'http://u', detail: '' }])
-    expect(f.staticFacts).toContainEqual({ key: 'Office macros', value: 'true' })
+    expect(f.staticFacts).toContainEqual({ key: 'Office format', value: 'true' })
+    expect(f.staticSets.find((s) => s.title === 'Office macro modules')?.items).toEqual([{ key: 'M.bas', detail: '2 lines, 4 characters' }, { key: '7', detail: '0 lines, 0 characters' }])
     for (const v of [null, undefined, 5, 'x', [], [[]], { behavior: { processtree: [[]] } }]) expect(() => reportFacts(v)).not.toThrow()
   })
 })

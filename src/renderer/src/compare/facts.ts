@@ -348,7 +348,15 @@ function staticFacts(report: unknown, capped: string[]): Pick<ReportFacts, 'stat
   if (isObj(s.elf)) elfFacts(s.elf, d)
   const pdf = Array.isArray(s.pdf) ? s.pdf.filter(isObj) : isObj(s.pdf) ? [s.pdf] : []
   pdf.slice(0, 10).forEach((p, i) => d.loose(pdf.length > 1 ? `PDF (${i + 1})` : 'PDF', p))
-  if (isObj(s.office)) d.loose('Office', s.office)
+  if (isObj(s.office)) {
+    d.loose('Office', s.office)
+    // The VBA modules by name, with their size: the same module changed shows as a different size.
+    for (const m of objs(s.office, 'macros').slice(0, MAX_ITEMS)) {
+      const code = str(m, 'orig_code')
+      const lines = code === '' ? 0 : code.split(/\r\n|\r|\n/).length
+      d.item('Office macro modules', str(m, 'filename'), `${lines} line${lines === 1 ? '' : 's'}, ${code.length} characters`)
+    }
+  }
   for (const k of ['lnk', 'wsf']) if (isObj(s[k])) d.loose(k.toUpperCase(), s[k])
   if (isObj(s.archive)) {
     d.fact('Archive type', s.archive.type)

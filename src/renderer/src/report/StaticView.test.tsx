@@ -2,7 +2,7 @@
 // Static analysis: field names read as words (an ELF header's `start_of_section_headers` is
 // "Start of section headers", the raw key on hover), and an empty section says why there is none.
 import { afterEach, describe, expect, it } from 'vitest'
-import { cleanup, render, screen } from '@testing-library/react'
+import { cleanup, fireEvent, render, screen } from '@testing-library/react'
 import { StaticView } from './StaticView'
 
 afterEach(cleanup)
@@ -24,5 +24,24 @@ describe('the Static tab', () => {
     cleanup()
     render(<StaticView report={{ target: { category: 'url', url: 'http://example.com/' } }} />)
     expect(screen.getByTestId('no-static').textContent).toBe('No static analysis: a URL task has no file to read.')
+  })
+
+  it('shows each macro module\'s source, and its strings folded on request', () => {
+    const code = 'Sub AutoOpen()\r\n  Shell Chr(99) & "md", 0\r\nEnd Sub\r\n'
+    render(<StaticView report={{ static: { office: { format: 'ole', vba: ['Macros'], external_targets: [], macros: [
+      { stream: 'Macros/VBA/ThisDocument', filename: 'ThisDocument.cls', orig_code: code, deobf: code.replace('Chr(99) & "md"', '"cmd"') },
+      { stream: 'Macros/VBA/Module1', filename: 'Module1.bas', orig_code: 'x\u202e = 1', deobf: 'x\u202e = 1' }
+    ] } } }} />)
+    expect(screen.getByRole('region', { name: 'Macros' }).querySelector('h3')?.textContent).toBe('Macros(2)')
+    const source = screen.getByLabelText('source of ThisDocument.cls')
+    expect(source.textContent).toBe('Sub AutoOpen()\n  Shell Chr(99) & "md", 0\nEnd Sub\n')
+    fireEvent.click(screen.getByRole('checkbox', { name: /strings folded/ }))
+    expect(source.textContent).toContain('Shell "cmd", 0')
+    // Nothing to fold: no toggle; a bidi override is shown as a marker, not applied.
+    expect(screen.getAllByRole('checkbox')).toHaveLength(1)
+    expect(screen.getByLabelText('source of Module1.bas').textContent).not.toContain('\u202e')
+    cleanup()
+    render(<StaticView report={{ static: { office: { format: 'ooxml', vba: [], external_targets: [], macros: [] } } }} />)
+    expect(screen.getByText('No VBA macros.')).toBeTruthy()
   })
 })

@@ -1,5 +1,6 @@
 // Static analysis of the sample: PE (headers, sections with entropy, imports, exports, resources,
-// version info, signature), ELF (header, sections, libraries), PDF and Office facts, archive
+// version info, signature), ELF (header, sections, libraries), PDF facts, Office facts with the
+// source of each VBA macro module (as written, or with its strings folded), archive
 // listings, and anything else laid out generically; then the strings, capped.
 import { useState, type JSX } from 'react'
 import { SafeText, Bytes, When } from '../components/text'
@@ -145,6 +146,49 @@ function ElfView({ elf }: { elf: Obj }): JSX.Element {
   )
 }
 
+/** Source shown per macro module; a longer one says how much more there is. */
+const MACRO_CODE_SHOWN = 200_000
+
+function MacroModule({ m }: { m: Obj }): JSX.Element {
+  const [deobf, setDeobf] = useState(false)
+  const orig = str(m, 'orig_code')
+  const folded = str(m, 'deobf')
+  const differs = folded !== '' && folded !== orig
+  return (
+    <details className="mb-2 rounded border border-zinc-200 dark:border-zinc-700" open>
+      <summary className="cursor-pointer px-2 py-1 text-sm">
+        <span className="font-mono font-semibold"><SafeText value={textOf(str(m, 'filename'), 300)} /></span>
+        <span className="ml-2 text-xs text-zinc-600 dark:text-zinc-400"><SafeText value={textOf(str(m, 'stream'), 500)} /></span>
+      </summary>
+      {differs && (
+        <label className="ml-2 text-xs">
+          <input type="checkbox" className="mr-1" checked={deobf} onChange={(e) => setDeobf(e.target.checked)} />
+          strings folded (Chr() and concatenations)
+        </label>
+      )}
+      <pre className="max-h-96 overflow-auto whitespace-pre-wrap break-all px-2 py-1 font-mono text-xs" aria-label={`source of ${str(m, 'filename')}`}>
+        {textOf(deobf && differs ? folded : orig, MACRO_CODE_SHOWN).split(/\r\n|\r|\n/).map((line, i) => (
+          // One line each, so line breaks stay line breaks and every other invisible character is marked.
+          <span key={i}>{i > 0 && '\n'}<SafeText value={line} /></span>
+        ))}
+      </pre>
+    </details>
+  )
+}
+
+function OfficeView({ office }: { office: Obj }): JSX.Element {
+  const macros = objs(office, 'macros')
+  const rest = Object.fromEntries(Object.entries(office).filter(([k]) => k !== 'macros'))
+  return (
+    <>
+      <Section title="Office"><Generic value={rest} depth={1} /></Section>
+      <Section title="Macros" count={macros.length}>
+        {macros.length === 0 ? <Empty>No VBA macros.</Empty> : macros.slice(0, 256).map((m, i) => <MacroModule key={i} m={m} />)}
+      </Section>
+    </>
+  )
+}
+
 const PE_OWN = new Set(['signature', 'pdb_path', 'imported_dll_count', 'peid_signatures', 'keys'])
 
 export function StaticView({ report }: { report: unknown }): JSX.Element {
@@ -160,6 +204,7 @@ export function StaticView({ report }: { report: unknown }): JSX.Element {
       {keys.filter((k) => !(isPe && (k.startsWith('pe_') || PE_OWN.has(k)))).map((k) => {
         const v = s[k]
         if (k === 'elf' && isObj(v)) return <ElfView key={k} elf={v} />
+        if (k === 'office' && isObj(v)) return <OfficeView key={k} office={v} />
         if (k === 'error' && keys.length === 1) return null
         return <Section key={k} title={fieldWords(k)}><Generic value={v} depth={1} /></Section>
       })}
