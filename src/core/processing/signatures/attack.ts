@@ -20,6 +20,7 @@ export const ATTACK: Readonly<Record<string, AttackTechnique>> = {
   T1059: { short: 'Command and Scripting Interpreter', long: 'Adversaries run commands, scripts or binaries through an interpreter such as a shell, PowerShell, Python or JavaScript.' },
   'T1059.003': { short: 'Windows Command Shell', long: 'Adversaries run commands and batch files through cmd.exe, the Windows command shell.' },
   'T1059.004': { short: 'Unix Shell', long: 'Adversaries run commands and scripts through a Unix shell such as sh or bash.' },
+  'T1059.005': { short: 'Visual Basic', long: 'Adversaries run Visual Basic code: VBA macros in Office documents, VBScript, or Visual Basic programs.' },
   T1070: { short: 'Indicator Removal', long: 'Adversaries delete or change what their intrusion leaves on a system (files, logs, history) to hide it.' },
   'T1070.004': { short: 'File Deletion', long: 'Adversaries delete the files they dropped or ran, the malware itself included, to leave less behind.' },
   T1071: { short: 'Application Layer Protocol', long: 'Adversaries talk to their infrastructure over an application protocol such as HTTP, DNS or SMTP, blending with ordinary traffic.' },

@@ -13,7 +13,10 @@ function clean(): Report {
   return {
     info: { id: 1, platform: 'linux' },
     target: { category: 'file', file: { name: 'invoice.sh', type: 'Bourne-Again shell script', yara: [] } },
-    static: { pe_sections: [{ name: '.text', entropy: 6.1, size_of_data: '0x0000a000' }, { name: '.tiny', entropy: 7.9, size_of_data: '0x00000200' }] },
+    static: { pe_sections: [{ name: '.text', entropy: 6.1, size_of_data: '0x0000a000' }, { name: '.tiny', entropy: 7.9, size_of_data: '0x00000200' }],
+      // A macro the user runs (a button): it starts a program, but nothing runs it on open.
+      office: { format: 'ole', vba: ['Macros'], external_targets: [], macros: [{ stream: 'Macros/VBA/Module1', filename: 'Module1.bas',
+        orig_code: 'Sub OpenCalculator()\r\n  Shell "calc.exe", 1\r\nEnd Sub\r\nSub Document_Opened_Log()\r\nEnd Sub\r\n', deobf: '' }] } },
     strings: ['hello world', 'GetProcAddress'],
     behavior: {
       // The package started the script with the shell: that shell is not the sample starting one.
@@ -65,6 +68,10 @@ const FIRES: Record<string, (r: Report & { behavior: Report; network: Report }) 
   persistence_cron: (r) => { ((r.behavior.summary as Report).file_created as string[]).push('/var/spool/cron/crontabs/root') },
   persistence_systemd: (r) => { ((r.behavior.summary as Report).file_written as string[]).push('/etc/systemd/system/dbus-update.service') },
   persistence_shell_rc: (r) => { ((r.behavior.summary as Report).file_written as string[]).push('/home/user/.bashrc') },
+  office_macro_autoexec: (r) => {
+    ;(((r.static as Report).office as Report).macros as Report[]).push({ stream: 'Macros/VBA/ThisDocument', filename: 'ThisDocument.cls',
+      orig_code: 'Private Sub Document_Open()\r\n  Shell Chr(99) & "md /c calc", 0\r\nEnd Sub\r\n', deobf: 'Private Sub Document_Open()\r\n  Shell "cmd /c calc", 0\r\nEnd Sub\r\n' })
+  },
   ld_preload: (r) => {
     ;(r.behavior.processes as Report[]).push({ pid: 104, ppid: 100, process_name: 'ls', process_path: '/bin/ls', command_line: 'ls', calls: [
       { api: 'execve', category: 'process', arguments: { filepath: '/bin/ls', argv: ['ls'], environment: ['PATH=/usr/bin', 'LD_PRELOAD=/tmp/.x/libhide.so'] }, return_value: 0, status: 1 }] })
@@ -138,6 +145,18 @@ describe('ATT&CK ids', () => {
 })
 
 describe('rule details', () => {
+  it('office_macro_autoexec: names the module, the procedure and what it starts; a commented-out AutoOpen is not one', () => {
+    const r = clean() as Report & { behavior: Report; network: Report }
+    FIRES.office_macro_autoexec!(r)
+    expect(fired(r, 'office_macro_autoexec')!.marks).toEqual([
+      { type: 'ioc', category: 'macro', ioc: 'ThisDocument.cls: Document_Open', description: 'runs when the document is opened or closed' },
+      { type: 'ioc', category: 'macro', ioc: 'ThisDocument.cls: Shell', description: 'starts programs or fetches files' }
+    ])
+    const commented = clean()
+    ;(((commented.static as Report).office as Report).macros as Report[]).push({ filename: 'M.bas', orig_code: "' Sub AutoOpen()\r\nx = \"Sub AutoOpen(\"\r\n" })
+    expect(fired(commented, 'office_macro_autoexec')).toBeUndefined()
+  })
+
   it('starts_shell sees Windows shells by name and by command line, not the package\'s launcher', () => {
     const r = clean() as Report & { behavior: Report }
     ;(r.behavior.summary as Report).command_line = ['cmd.exe /c "C:\\Users\\a\\AppData\\Local\\Temp\\invoice.sh"','"C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe" -enc AAAA']

@@ -18,6 +18,7 @@ import { persistenceCron, persistenceShellRc, persistenceSystemd } from './linux
 import { ldPreload } from './ld-preload'
 import { antidebugPtrace } from './antidebug-ptrace'
 import { readsCredentials } from './reads-credentials'
+import { officeMacroAutoexec } from './office-macro-autoexec'
 
 export const RULES: readonly SignatureRule[] = [
   dropsExecutable,
@@ -38,5 +39,6 @@ export const RULES: readonly SignatureRule[] = [
   persistenceShellRc,
   ldPreload,
   antidebugPtrace,
-  readsCredentials
+  readsCredentials,
+  officeMacroAutoexec
 ]
