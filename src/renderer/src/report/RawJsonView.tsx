@@ -62,7 +62,7 @@ export function RawJsonView({ report, download }: { report: unknown; download: s
       {mode === 'tree' ? <ul className="font-mono text-xs"><Node name="report" value={report} /></ul> : (
         <>
           {text.length > MAX_PRETTY_CHARS && <p className="mb-1 text-amber-700 dark:text-amber-400">The report is {(text.length / 1e6).toFixed(1)} million characters: the first {MAX_PRETTY_CHARS / 1e6} million are shown. Download it for the rest.</p>}
-          <pre className="max-h-[70vh] overflow-auto rounded bg-zinc-50 p-2 text-xs dark:bg-zinc-900">{text.slice(0, MAX_PRETTY_CHARS)}</pre>
+          <pre tabIndex={0} aria-label="report.json (scrollable)" className="max-h-[70vh] overflow-auto rounded bg-zinc-50 p-2 text-xs focus-visible:outline-2 focus-visible:outline-sky-500 dark:bg-zinc-900">{text.slice(0, MAX_PRETTY_CHARS)}</pre>
         </>
       )}
     </div>

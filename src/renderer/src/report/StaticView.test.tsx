@@ -44,4 +44,14 @@ describe('the Static tab', () => {
     render(<StaticView report={{ static: { office: { format: 'ooxml', vba: [], external_targets: [], macros: [] } } }} />)
     expect(screen.getByText('No VBA macros.')).toBeTruthy()
   })
+
+  it('lets a keyboard scroll what scrolls: the strings and a macro\'s source take focus and have a name', () => {
+    render(<StaticView report={{ strings: Array.from({ length: 300 }, (_, i) => `string ${i}`), static: { office: { format: 'ole', vba: [], external_targets: [],
+      macros: [{ stream: 'VBA/M', filename: 'M.bas', orig_code: 'x\r\n'.repeat(500), deobf: '' }] } } }} />)
+    for (const name of ['Strings (scrollable)', 'source of M.bas']) {
+      const el = screen.getByLabelText(name)
+      expect(el.tabIndex, name).toBe(0)
+      expect(el.className, name).toContain('overflow-auto')
+    }
+  })
 })

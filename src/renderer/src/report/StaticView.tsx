@@ -166,7 +166,8 @@ function MacroModule({ m }: { m: Obj }): JSX.Element {
           strings folded (Chr() and concatenations)
         </label>
       )}
-      <pre className="max-h-96 overflow-auto whitespace-pre-wrap break-all px-2 py-1 font-mono text-xs" aria-label={`source of ${str(m, 'filename')}`}>
+      {/* Scrolls: focusable, so a keyboard can scroll it (axe: scrollable-region-focusable). */}
+      <pre tabIndex={0} className="max-h-96 overflow-auto whitespace-pre-wrap break-all px-2 py-1 font-mono text-xs focus-visible:outline-2 focus-visible:outline-sky-500" aria-label={`source of ${str(m, 'filename')}`}>
         {textOf(deobf && differs ? folded : orig, MACRO_CODE_SHOWN).split(/\r\n|\r|\n/).map((line, i) => (
           // One line each, so line breaks stay line breaks and every other invisible character is marked.
           <span key={i}>{i > 0 && '\n'}<SafeText value={line} /></span>
@@ -211,7 +212,7 @@ export function StaticView({ report }: { report: unknown }): JSX.Element {
       <Section title="Strings" count={strings.length}>
         {strings.length === 0 ? <Empty>No strings.</Empty> : (
           <>
-            <ul className="max-h-96 overflow-auto font-mono text-xs">
+            <ul tabIndex={0} aria-label="Strings (scrollable)" className="max-h-96 overflow-auto font-mono text-xs focus-visible:outline-2 focus-visible:outline-sky-500">
               {(allStrings ? strings.slice(0, 5000) : strings.slice(0, MAX_STRINGS)).map((x, i) => <li key={i} className="break-all"><SafeText value={textOf(x, 1024)} /></li>)}
             </ul>
             {!allStrings && strings.length > MAX_STRINGS && <button type="button" className="text-xs text-sky-700 underline dark:text-sky-400" onClick={() => setAllStrings(true)}>show {Math.min(strings.length, 5000) - MAX_STRINGS} more</button>}
