@@ -136,6 +136,17 @@ describe('the terms of a report', () => {
     expect(few.capped.domain).toEqual({ kept: kept.length, leftOut: 5000 - (kept.length - 2), over: false }) // seen twice, counted once
   })
 
+  it('finds the URLs written in the sample and its dropped files by url:, not as domains the run met', () => {
+    const t = reportTerms({
+      target: { category: 'file', file: { urls: ['http://Static.Example/Payload.exe?x=1', 7, 'not a url'] } },
+      dropped: [{ urls: ['https://dropped.example/stage2'] }, { urls: 'x' }],
+      network: { domains: [{ domain: 'met.example', ip: '' }] }
+    })
+    const urls = t.terms.filter((x) => x.kind === 'url').map((x) => x.term)
+    expect(urls).toEqual(expect.arrayContaining(['static.example/payload.exe?x=1', 'static.example/payload.exe', 'dropped.example/stage2']))
+    expect(t.terms.filter((x) => x.kind === 'domain').map((x) => x.term)).toEqual(['met.example', 'example'])
+  })
+
   it('leaves out what cannot be a term, cuts long URLs, and tolerates sections of the wrong shape', () => {
     const t = reportTerms({
       network: {

@@ -135,6 +135,8 @@ export async function staticSection(w: PageWriter, report: Obj): Promise<void> {
     w.put(`<h3>${text(key, 100)}</h3>`)
     await generic(w, v, 1)
   }
+  const urls = strs(obj(obj(report, 'target'), 'file'), 'urls')
+  if (urls.length > 0) w.put(`<h3>URLs in the file (${urls.length})</h3><p>${tags(urls, 1000)}</p>`)
   const strings = strs(report, 'strings')
   if (strings.length > 0) {
     w.put(`<details><summary>Strings (${strings.length})</summary><p>${tags(strings, 500)}</p></details>`)

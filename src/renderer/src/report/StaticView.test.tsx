@@ -54,4 +54,12 @@ describe('the Static tab', () => {
       expect(el.className, name).toContain('overflow-auto')
     }
   })
+
+  it('lists the URLs written in the file, as text', () => {
+    render(<StaticView report={{ static: {}, target: { category: 'file', file: { name: 'a.exe', urls: ['http://c2.example/gate.php', 'https://evil\u202eexe.example/'] } } }} />)
+    const list = screen.getByLabelText('URLs in the file (scrollable)')
+    expect([...list.querySelectorAll('li')].map((li) => li.textContent)).toEqual(['http://c2.example/gate.php', expect.stringMatching(/^https:\/\/evil.+exe\.example\/$/)])
+    expect(list.textContent).not.toContain('\u202e')
+    expect(list.querySelector('a')).toBeNull() // never a link into the sample's world
+  })
 })

@@ -197,6 +197,7 @@ export function StaticView({ report }: { report: unknown }): JSX.Element {
   const keys = Object.keys(s)
   const isPe = keys.some((k) => k.startsWith('pe_'))
   const strings = strs(report, 'strings')
+  const fileUrls = strs(obj(obj(report, 'target'), 'file'), 'urls')
   const [allStrings, setAllStrings] = useState(false)
   return (
     <>
@@ -209,6 +210,13 @@ export function StaticView({ report }: { report: unknown }): JSX.Element {
         if (k === 'error' && keys.length === 1) return null
         return <Section key={k} title={fieldWords(k)}><Generic value={v} depth={1} /></Section>
       })}
+      {fileUrls.length > 0 && (
+        <Section title="URLs in the file" count={fileUrls.length}>
+          <ul tabIndex={0} aria-label="URLs in the file (scrollable)" className="max-h-64 overflow-auto font-mono text-xs focus-visible:outline-2 focus-visible:outline-sky-500">
+            {fileUrls.slice(0, 1000).map((u, i) => <li key={i} className="break-all"><SafeText value={textOf(u, 2048)} /></li>)}
+          </ul>
+        </Section>
+      )}
       <Section title="Strings" count={strings.length}>
         {strings.length === 0 ? <Empty>No strings.</Empty> : (
           <>
