@@ -5,8 +5,8 @@
 //   FAME      fame_modules processing/cuckoo/cuckoo.py (streams the report with ijson)
 //   CuckooWeb Cuckoo 2.0.7's web interface templates (analysis/pages/*.html at tag 2.0.7): the keys its
 //             pages read outside `{% if %}` guards, plus the ones this project names (buffer,
-//             extracted, metadata.output, http_ex/https_ex, the ELF tables, static.office's macros,
-//             which _office.html iterates). Its pages read the
+//             extracted, metadata.output, http_ex/https_ex, the ELF tables, static.office's macros
+//             and static.pdf's rows, which _office.html and _pdf.html iterate). Its pages read the
 //             MongoDB document, which adds storage ids (pcap_id, file_id, object_id): not report.json's.
 // Path grammar: `a.b` a key, `a[]` every element of an array, `a{}` every value of a map, and a
 // final `:type` (string, number, integer, boolean, object, array) for what the consumer does with
@@ -84,6 +84,9 @@ export const CONSUMER_FIELDS: Record<Consumer, { file: string[]; url: string[]; 
       'static.elf?.notes[].note', 'static.elf?.notes[].name',
       'static.office?.macros:array', 'static.office?.macros[].filename:string', 'static.office?.macros[].stream:string',
       'static.office?.macros[].orig_code:string', 'static.office?.macros[].deobf:string',
+      'static.pdf?:array', 'static.pdf?[].version', 'static.pdf?[].creator', 'static.pdf?[].creation', 'static.pdf?[].title',
+      'static.pdf?[].subject', 'static.pdf?[].producer', 'static.pdf?[].author', 'static.pdf?[].modification', 'static.pdf?[].urls:array',
+      'static.pdf?[].javascript:array', 'static.pdf?[].javascript[].orig_code:string', 'static.pdf?[].javascript[].beautified:string',
       'strings:array',
       'behavior.processtree:array', 'behavior.processes:array', 'behavior.processes[].pid', 'behavior.processes[].process_name',
       'behavior.processes[].calls:array', 'behavior.summary:object', 'behavior.generic:array', 'behavior.apistats:object',

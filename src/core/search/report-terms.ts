@@ -1,6 +1,6 @@
 // The terms of a report that the task search finds it by (db/task-terms.repository.ts keeps them):
-// domains with their parent domains, IP addresses, URLs (met in the run, or written in the sample
-// and its dropped files), signature names and families with their starts, dropped files' hashes. Read from the report object processing has just built, through the
+// domains with their parent domains, IP addresses, URLs (met in the run, or written in the sample,
+// its dropped files and its PDF actions and scripts), signature names and families with their starts, dropped files' hashes. Read from the report object processing has just built, through the
 // defensive accessors (a module that failed leaves its section empty or odd, never a throw).
 //
 // Everything here comes from the guest, so it is bounded: each kind keeps at most CAPS[kind] terms
@@ -120,6 +120,10 @@ export function reportTerms(report: unknown): ReportTerms {
   const written = (u: string): void => { const forms = normalizeUrl(u); if (forms.length > 0) buckets.url.add(forms) }
   for (const u of strs(target, 'file', 'urls')) written(u)
   for (const d of objs(r, 'dropped')) for (const u of strs(d, 'urls')) written(u)
+  for (const p of objs(obj(r, 'static'), 'pdf')) {
+    for (const u of strs(p, 'urls')) written(u)
+    for (const js of objs(p, 'javascript')) for (const u of strs(js, 'urls')) written(u)
+  }
 
   for (const s of objs(r, 'signatures')) {
     for (const name of [str(s, 'name'), ...strs(s, 'families')]) {

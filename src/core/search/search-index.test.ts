@@ -140,10 +140,11 @@ describe('the terms of a report', () => {
     const t = reportTerms({
       target: { category: 'file', file: { urls: ['http://Static.Example/Payload.exe?x=1', 7, 'not a url'] } },
       dropped: [{ urls: ['https://dropped.example/stage2'] }, { urls: 'x' }],
+      static: { pdf: [{ urls: ['http://pdf-action.example/open'], javascript: [{ urls: ['http://pdf-script.example/x'] }] }, 5] },
       network: { domains: [{ domain: 'met.example', ip: '' }] }
     })
     const urls = t.terms.filter((x) => x.kind === 'url').map((x) => x.term)
-    expect(urls).toEqual(expect.arrayContaining(['static.example/payload.exe?x=1', 'static.example/payload.exe', 'dropped.example/stage2']))
+    expect(urls).toEqual(expect.arrayContaining(['static.example/payload.exe?x=1', 'static.example/payload.exe', 'dropped.example/stage2', 'pdf-action.example/open', 'pdf-script.example/x']))
     expect(t.terms.filter((x) => x.kind === 'domain').map((x) => x.term)).toEqual(['met.example', 'example'])
   })
 

@@ -43,7 +43,7 @@ async function zip (file: string, entries: Record<string, string | Buffer>): Pro
 }
 
 describe('PDF', () => {
-  it('counts objects, JavaScript, OpenAction, Launch and embedded files', async () => {
+  it('counts objects, JavaScript, OpenAction, Launch and embedded files, and reads them as Cuckoo 2.0.7 shows them', async () => {
     const f = join(tmp, 'js.pdf')
     writeFileSync(f, pdf([
       '<< /Type /Catalog /Pages 2 0 R /OpenAction 4 0 R /Names << /EmbeddedFiles 6 0 R >> >>',
@@ -58,30 +58,39 @@ describe('PDF', () => {
     ]))
     expect(execFileSync('file', ['-b', f]).toString()).toMatch(/^PDF document, version 1\.7/)
     const { static: s } = await staticAnalysis(f, null)
-    const p = s.pdf as PdfFacts
+    const [p, ...more] = s.pdf as PdfFacts
+    expect(more).toEqual([])
     // Counts are of name tokens, as pdfid's: `/S /URI /URI (...)` has two.
-    expect(p).toMatchObject({
-      version: '1.7', objects: 9, streams: 1, javascript: 2, openaction: 1, aa: 1, launch: 1,
-      embedded_files: 2, uri: 2, object_streams: 0, encrypt: 0, urls: ['http://example.test/x']
+    expect(p!.counts).toEqual({
+      objects: 9, streams: 1, javascript: 2, openaction: 1, aa: 1, launch: 1, embedded_files: 2, uri: 2, object_streams: 0, encrypt: 0, acroform: 0, xfa: 0
     })
+    expect(p).toMatchObject({
+      version: 0, pdf_version: '1.7', urls: ['http://example.test/x'], attachments: [{ filename: 'a.exe' }],
+      openaction: '<< /Type /Action /S /JavaScript /JS (app.alert\\("hi"\\);) >>'
+    })
+    expect(p!.javascript).toEqual([{ orig_code: 'app.alert("hi");', beautified: 'app.alert("hi");', urls: [] }])
+    expect(p!.error).toBeUndefined()
   })
 
   it('finds JavaScript behind #-escaped names and inside a Flate object stream', async () => {
-    const inner = '10 0 11 40 << /S /JavaScript /JS (this.exportDataObject\\(\\)) >> << /OpenAction 10 0 R >>'
-    const packed = deflateSync(Buffer.from(inner))
+    const obj10 = '<< /S /JavaScript /JS (this.exportDataObject\\(\\)) >>'
+    const head = `10 0 11 ${obj10.length + 1} `
+    const packed = deflateSync(Buffer.from(`${head}${obj10} << /OpenAction 10 0 R >>`))
     const f = join(tmp, 'hidden.pdf')
     writeFileSync(f, pdf([
       '<< /Type /Catalog /Pages 2 0 R >>',
       '<< /Type /Pages /Kids [] /Count 0 >>',
-      Buffer.concat([Buffer.from(`<< /Type /ObjStm /N 2 /First 10 /Filter /FlateDecode /Length ${packed.length} >>\nstream\n`), packed, Buffer.from('\nendstream')]),
+      Buffer.concat([Buffer.from(`<< /Type /ObjStm /N 2 /First ${head.length} /Filter /FlateDecode /Length ${packed.length} >>\nstream\n`), packed, Buffer.from('\nendstream')]),
       '<< /S /J#61vaScript /J#53 (1) >>'
     ]))
-    const p = (await staticAnalysis(f, null)).static.pdf as PdfFacts
-    expect(p.object_streams).toBe(1)
-    expect(p.javascript).toBe(4) // /JavaScript + /JS in the object stream, /J#61vaScript + /J#53 outside
-    expect(p.openaction).toBe(1)
-    expect(p.objects).toBe(4 + 2)
-    expect(p.error).toBeUndefined()
+    const [p] = (await staticAnalysis(f, null)).static.pdf as PdfFacts
+    expect(p!.counts.object_streams).toBe(1)
+    expect(p!.counts.javascript).toBe(4) // /JavaScript + /JS in the object stream, /J#61vaScript + /J#53 outside
+    expect(p!.counts.openaction).toBe(1)
+    expect(p!.counts.objects).toBe(4 + 2)
+    expect(p!.javascript.map((j) => j.orig_code).sort()).toEqual(['1', 'this.exportDataObject()'])
+    expect(p!.openaction).toBe('<< /S /JavaScript /JS (this.exportDataObject\\(\\)) >>')
+    expect(p!.error).toBeUndefined()
   })
 })
 

@@ -1,133 +1,16 @@
-// Cheap facts about documents, the ones that make a document worth a closer look: for a PDF the
-// pdfid-style counts of objects, streams, JavaScript, automatic actions, launch actions and
-// embedded files (names are read with their #xx escapes undone, and Flate object streams are
-// inflated so that objects hidden in them are counted too); for Office files the source of their
-// VBA macros (vbaProject.bin in an OOXML zip, a _VBA_PROJECT / VBA storage in an OLE compound file;
-// vba.ts) and the external targets of OOXML relationships (remote templates). Cuckoo 2 ran peepdf
-// and oletools here. The OLE directory is read by SheetJS's maintained `cfb`; the PDF counts are token
-// counts written below, since no maintained JavaScript PDF reader is made for hostile files and
-// counting names needs no parser.
-import { inflateSync } from 'node:zlib'
+// Cheap facts about documents, the ones that make a document worth a closer look: for a PDF its
+// versions, metadata, JavaScript, URLs and pdfid-style counts (pdf.ts); for Office files the source
+// of their VBA macros (vbaProject.bin in an OOXML zip, a _VBA_PROJECT / VBA storage in an OLE
+// compound file; vba.ts) and the external targets of OOXML relationships (remote templates).
+// Cuckoo 2 ran peepdf and oletools here. The OLE directory is read by SheetJS's maintained `cfb`.
 import CFB from 'cfb'
 import { listZip, type ZipEntryText } from './archives.js'
 import { extractMacros } from './vba.js'
-import { Closed, Nullable, Type, type Static } from '../schema.js'
+import { Closed, Type, type Static } from '../schema.js'
 
-const PDF_MAX_BYTES = 64 * 1024 * 1024
-const INFLATE_MAX = 16 * 1024 * 1024
+export { analyzePdf, PdfSchema, type PdfFacts } from './pdf.js'
+
 const MAX_URLS = 256
-const MAX_STREAMS_EXAMINED = 4096
-
-export const PdfSchema = Closed({
-  version: Nullable(Type.String()),
-  objects: Type.Integer(),
-  streams: Type.Integer(),
-  object_streams: Type.Integer(),
-  javascript: Type.Integer(),
-  openaction: Type.Integer(),
-  aa: Type.Integer(),
-  launch: Type.Integer(),
-  embedded_files: Type.Integer(),
-  uri: Type.Integer(),
-  acroform: Type.Integer(),
-  xfa: Type.Integer(),
-  encrypt: Type.Integer(),
-  urls: Type.Array(Type.String()),
-  error: Type.Optional(Type.String())
-})
-export type PdfFacts = Static<typeof PdfSchema>
-
-/** Undoes #xx escapes in a PDF name (/J#61vaScript is /JavaScript). */
-function pdfName (raw: string): string {
-  return raw.replace(/#([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)))
-}
-
-const COUNTED: Record<string, keyof PdfFacts> = {
-  '/JS': 'javascript', '/JavaScript': 'javascript', '/OpenAction': 'openaction', '/AA': 'aa', '/Launch': 'launch',
-  '/EmbeddedFile': 'embedded_files', '/EmbeddedFiles': 'embedded_files', '/URI': 'uri', '/AcroForm': 'acroform',
-  '/XFA': 'xfa', '/Encrypt': 'encrypt', '/ObjStm': 'object_streams'
-}
-
-const isWordChar = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95
-
-/** Counts `n g obj` headers: each "obj" keyword (not "endobj") preceded by two numbers. */
-function countObjects (text: string): number {
-  let n = 0
-  for (let p = text.indexOf('obj'); p >= 0; p = text.indexOf('obj', p + 3)) {
-    if (isWordChar(text.charCodeAt(p + 3)) || isWordChar(text.charCodeAt(p - 1))) continue
-    if (/\d{1,10}\s{1,8}\d{1,5}\s{1,8}$/.test(text.slice(Math.max(0, p - 32), p))) n++
-  }
-  return n
-}
-
-/** Counts `stream` keywords that start stream data (followed by an end of line). */
-function countStreams (text: string): number {
-  let n = 0
-  for (let p = text.indexOf('stream'); p >= 0; p = text.indexOf('stream', p + 6)) {
-    const next = text.charCodeAt(p + 6)
-    if (!isWordChar(text.charCodeAt(p - 1)) && (next === 10 || (next === 13 && text.charCodeAt(p + 7) === 10))) n++
-  }
-  return n
-}
-
-// Scans are index loops and bounded expressions: a hostile PDF of 64 MiB made of one repeated
-// token costs a linear pass, not a backtracking one.
-function scanPdfText (text: string, facts: PdfFacts, urls: Set<string>): void {
-  facts.objects += countObjects(text)
-  facts.streams += countStreams(text)
-  for (const m of text.matchAll(/\/[^\s/<>[\]()%{}]+/g)) {
-    const key = COUNTED[m[0].includes('#') ? pdfName(m[0]) : m[0]]
-    if (key !== undefined) (facts[key] as number)++
-  }
-  for (const m of text.matchAll(/\/URI\s{0,16}\(([^)]{1,2048})\)/g)) {
-    if (urls.size < MAX_URLS && m[1] !== undefined) urls.add(m[1])
-  }
-}
-
-/** `static.pdf` of a PDF's bytes (the first 64 MiB). */
-export function analyzePdf (buf: Buffer): PdfFacts {
-  const data = buf.subarray(0, PDF_MAX_BYTES)
-  const text = data.toString('latin1')
-  const version = /%PDF-(\d\.\d)/.exec(text.slice(0, 1024))?.[1] ?? null
-  const facts: PdfFacts = {
-    version, objects: 0, streams: 0, object_streams: 0, javascript: 0, openaction: 0, aa: 0, launch: 0,
-    embedded_files: 0, uri: 0, acroform: 0, xfa: 0, encrypt: 0, urls: []
-  }
-  const urls = new Set<string>()
-  scanPdfText(text, facts, urls)
-  // Objects inside compressed object streams (PDF 1.5+) are invisible to a byte scan: inflate each
-  // Flate-encoded /ObjStm and scan its content as well.
-  const errors: string[] = []
-  let examined = 0
-  let inflated = 0
-  if (text.includes('Obj')) {
-    for (const m of text.matchAll(/\bstream\r?\n/g)) {
-      if (++examined > MAX_STREAMS_EXAMINED || inflated > INFLATE_MAX) break
-      // The stream's dictionary: what precedes the keyword since the object's "obj".
-      const at = m.index ?? 0
-      const window = text.slice(Math.max(0, at - 2048), at)
-      const dict = pdfName(window.slice(window.lastIndexOf('obj') + 1))
-      if (!dict.includes('/ObjStm') || !dict.includes('/FlateDecode')) continue
-      const start = at + m[0].length
-      const end = text.indexOf('endstream', start)
-      if (end < 0) break // no stream after this one can end either
-      try {
-        const out = inflateSync(data.subarray(start, end), { maxOutputLength: INFLATE_MAX })
-        inflated += out.length
-        const before = facts.objects
-        scanPdfText(out.toString('latin1'), facts, urls)
-        // Objects of an object stream are listed by number pairs, not "n g obj": count /N.
-        const n = /\/N\s{0,8}(\d{1,7})/.exec(dict)
-        facts.objects = before + (n?.[1] !== undefined ? Number(n[1]) : 0)
-      } catch (err) {
-        if (errors.length < 8) errors.push(`object stream at ${start}: ${(err as Error).message}`)
-      }
-    }
-  }
-  facts.urls = [...urls]
-  if (errors.length > 0) facts.error = errors.join('; ')
-  return facts
-}
 
 export const MacroSchema = Closed({
   /** The module's stream in the document (Macros/VBA/ThisDocument; in an OOXML, within vbaProject.bin). */

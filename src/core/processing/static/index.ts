@@ -64,8 +64,9 @@ async function readAll (file: string, head: Buffer, size: number, max: number): 
  *        and Aviary's pe_delay_imports, pe_export_dll, pe_signed, pe_machine, pe_is64,
  *        pe_entrypoint, pe_overlay
  *   ELF  elf {file_header, section_headers, program_headers, dynamic_tags, libraries, symbols}, keys
- *   PDF  pdf {version, objects, streams, object_streams, javascript, openaction, aa, launch,
- *        embedded_files, uri, acroform, xfa, encrypt, urls}
+ *   PDF  pdf [one row per version: {version, creator, creation, title, subject, producer, author,
+ *        modification, javascript[{orig_code, beautified, urls}], urls, attachments[{filename}],
+ *        openaction, pdf_version, counts{objects, streams, javascript, openaction, …}}]
  *   Office  office {format: ooxml|ole, macros[{stream, filename, orig_code, deobf}], vba[], external_targets[]}
  *   zip, tar, tar.gz  archive {type, entries[{name, size, ...}], count, truncated}
  * plus `error` (a string) when something could not be read; nothing else for other files.

@@ -106,6 +106,21 @@ function codeLines(code: string): string {
   return code.length > shown.length ? `${lines}\n… (${code.length - shown.length} more characters)` : lines
 }
 
+/** A PDF's versions (Cuckoo 2.0.7's rows): each one's facts and counts, then its JavaScript, beautified. */
+async function pdfSection(w: PageWriter, rows: Obj[]): Promise<void> {
+  for (const [i, r] of rows.slice(0, 64).entries()) {
+    w.put(`<h3>PDF${rows.length > 1 ? `, version ${i}${i === 0 ? ' (original)' : ' (update)'}` : ''}</h3>`)
+    await generic(w, Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'javascript')), 1)
+    const scripts = objs(r, 'javascript')
+    w.put(`<p><b>JavaScript (${scripts.length})</b></p>`)
+    if (scripts.length === 0) w.put('<p class="muted">No JavaScript.</p>')
+    for (const js of scripts.slice(0, MAX_LIST)) {
+      w.put(`<pre>${codeLines(str(js, 'beautified') || str(js, 'orig_code'))}</pre>`)
+      await w.tick()
+    }
+  }
+}
+
 /** An Office document's facts, then each VBA module's source as written (report.json also has it folded). */
 async function officeSection(w: PageWriter, office: Obj): Promise<void> {
   await generic(w, Object.fromEntries(Object.entries(office).filter(([k]) => k !== 'macros')), 1)
@@ -132,6 +147,7 @@ export async function staticSection(w: PageWriter, report: Obj): Promise<void> {
     const v = s[key]
     if (key === 'elf' && isObj(v)) { w.put('<h3>ELF</h3>'); await elfSection(w, v); continue }
     if (key === 'office' && isObj(v)) { w.put('<h3>Office</h3>'); await officeSection(w, v); continue }
+    if (key === 'pdf' && Array.isArray(v)) { await pdfSection(w, v.filter(isObj)); continue }
     w.put(`<h3>${text(key, 100)}</h3>`)
     await generic(w, v, 1)
   }

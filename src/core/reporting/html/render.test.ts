@@ -236,6 +236,23 @@ describe('an Office document in report.html', () => {
   })
 })
 
+describe('a PDF in report.html', () => {
+  it('shows each version and its JavaScript as lines of escaped text', async () => {
+    const out = path.join(dir, 'reports', 'pdf.html')
+    await renderHtmlReport({ static: { pdf: [
+      { version: 0, title: BIDI, javascript: [{ orig_code: 'x', beautified: `if (a) {\n  b("${HOSTILE}")\n}`, urls: [] }], counts: { objects: 3 }, urls: [] },
+      { version: 1, javascript: [], urls: ['https://u.example/'] }
+    ] } }, { dir: path.join(dir, 'nothing'), out })
+    const html = readFileSync(out, 'utf8')
+    checkStructure(html)
+    expect(html).toContain('<h3>PDF, version 0 (original)</h3>')
+    expect(html).toContain('<h3>PDF, version 1 (update)</h3>')
+    expect(/<pre>([^]*?)<\/pre>/.exec(html)?.[1]?.split('\n')).toEqual(['if (a) {', `  b(&quot;${text(HOSTILE)}&quot;)`, '}'])
+    expect(html).toContain('invoice⟨U+202E⟩gpj.exe')
+    expect(html).not.toContain('<script')
+  })
+})
+
 describe('the score in report.html', () => {
   it('uses the app\'s one scale (src/shared/score.ts): a dropper\'s 1.2 is low, never the green of "safe"', async () => {
     const levels: string[] = []

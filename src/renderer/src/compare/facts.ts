@@ -347,7 +347,15 @@ function staticFacts(report: unknown, capped: string[]): Pick<ReportFacts, 'stat
   if (Object.keys(s).some((k) => k.startsWith('pe_'))) peFacts(s, d)
   if (isObj(s.elf)) elfFacts(s.elf, d)
   const pdf = Array.isArray(s.pdf) ? s.pdf.filter(isObj) : isObj(s.pdf) ? [s.pdf] : []
-  pdf.slice(0, 10).forEach((p, i) => d.loose(pdf.length > 1 ? `PDF (${i + 1})` : 'PDF', p))
+  pdf.slice(0, 10).forEach((p, i) => {
+    const prefix = pdf.length > 1 ? `PDF (${i + 1})` : 'PDF'
+    d.loose(prefix, p)
+    if (isObj(p.counts)) d.loose(`${prefix} count of`, p.counts)
+    for (const js of objs(p, 'javascript').slice(0, MAX_ITEMS)) {
+      const code = str(js, 'orig_code')
+      d.item(`${prefix} JavaScript`, cut(code.replace(/\s+/g, ' '), 120), `${code.length} characters`)
+    }
+  })
   if (isObj(s.office)) {
     d.loose('Office', s.office)
     // The VBA modules by name, with their size: the same module changed shows as a different size.

@@ -62,4 +62,27 @@ describe('the Static tab', () => {
     expect(list.textContent).not.toContain('\u202e')
     expect(list.querySelector('a')).toBeNull() // never a link into the sample's world
   })
+
+  it('shows each version of a PDF: metadata, counts, URLs, embedded files and its JavaScript, beautified or as written', () => {
+    const row = (version: number, extra: Record<string, unknown>) => ({ version, creator: '', creation: '', title: '', subject: '', producer: '', author: '', modification: '',
+      javascript: [], urls: [], attachments: [], openaction: null, pdf_version: '1.7', counts: { objects: 3, javascript: 1 }, ...extra })
+    render(<StaticView report={{ static: { pdf: [
+      row(0, { title: 'Invoice', javascript: [{ orig_code: 'app.alert(1);this.x()', beautified: 'app.alert(1);\nthis.x()', urls: [] }], attachments: [{ filename: 'a.exe' }] }),
+      row(1, { producer: 'Updater', urls: ['https://update.example/u'] })
+    ] } }} />)
+    const v0 = screen.getByRole('region', { name: 'PDF, version 0 (original)' })
+    expect(v0.textContent).toContain('Invoice')
+    expect(v0.textContent).toContain('a.exe')
+    const code = screen.getByLabelText('JavaScript 1')
+    expect(code.textContent).toBe('app.alert(1);\nthis.x()')
+    fireEvent.click(screen.getByRole('checkbox', { name: 'script 1 as written' }))
+    expect(code.textContent).toBe('app.alert(1);this.x()')
+    const v1 = screen.getByRole('region', { name: 'PDF, version 1 (update)' })
+    expect(v1.textContent).toContain('https://update.example/u')
+    expect(v1.textContent).toContain('No JavaScript.')
+    cleanup()
+    // A report from before: one object of counts, shown as it is.
+    render(<StaticView report={{ static: { pdf: { version: '1.4', objects: 7, javascript: 2 } } }} />)
+    expect(screen.getByRole('region', { name: 'PDF' }).textContent).toContain('7')
+  })
 })

@@ -166,14 +166,68 @@ function MacroModule({ m }: { m: Obj }): JSX.Element {
           strings folded (Chr() and concatenations)
         </label>
       )}
-      {/* Scrolls: focusable, so a keyboard can scroll it (axe: scrollable-region-focusable). */}
-      <pre tabIndex={0} className="max-h-96 overflow-auto whitespace-pre-wrap break-all px-2 py-1 font-mono text-xs focus-visible:outline-2 focus-visible:outline-sky-500" aria-label={`source of ${str(m, 'filename')}`}>
-        {textOf(deobf && differs ? folded : orig, MACRO_CODE_SHOWN).split(/\r\n|\r|\n/).map((line, i) => (
-          // One line each, so line breaks stay line breaks and every other invisible character is marked.
-          <span key={i}>{i > 0 && '\n'}<SafeText value={line} /></span>
-        ))}
-      </pre>
+      <CodeBlock code={deobf && differs ? folded : orig} label={`source of ${str(m, 'filename')}`} />
     </details>
+  )
+}
+
+/** A PDF's JavaScript: beautified, or as written. */
+function PdfScript({ js, n }: { js: Obj; n: number }): JSX.Element {
+  const [asWritten, setAsWritten] = useState(false)
+  const code = asWritten || str(js, 'beautified') === '' ? str(js, 'orig_code') : str(js, 'beautified')
+  return (
+    <div className="mb-2 rounded border border-zinc-200 dark:border-zinc-700">
+      <label className="ml-2 text-xs">
+        <input type="checkbox" className="mr-1" checked={asWritten} onChange={(e) => setAsWritten(e.target.checked)} />
+        script {n} as written
+      </label>
+      <CodeBlock code={code} label={`JavaScript ${n}`} />
+    </div>
+  )
+}
+
+/** Source code in a scrolling block: its lines as lines, every other invisible character marked. */
+function CodeBlock({ code, label }: { code: string; label: string }): JSX.Element {
+  return (
+    // Scrolls: focusable, so a keyboard can scroll it (axe: scrollable-region-focusable).
+    <pre tabIndex={0} className="max-h-96 overflow-auto whitespace-pre-wrap break-all px-2 py-1 font-mono text-xs focus-visible:outline-2 focus-visible:outline-sky-500" aria-label={label}>
+      {textOf(code, MACRO_CODE_SHOWN).split(/\r\n|\r|\n/).map((line, i) => (
+        <span key={i}>{i > 0 && '\n'}<SafeText value={line} /></span>
+      ))}
+    </pre>
+  )
+}
+
+const PDF_META = ['title', 'author', 'subject', 'creator', 'producer', 'creation', 'modification'] as const
+
+/** static.pdf: each version of the document (Cuckoo 2.0.7's rows), or an older report's one object of counts. */
+function PdfView({ pdf }: { pdf: unknown }): JSX.Element {
+  if (!Array.isArray(pdf)) return <Section title="PDF"><Generic value={pdf} depth={1} /></Section>
+  const rows = pdf.filter(isObj).slice(0, 64)
+  return (
+    <>
+      {rows.map((r, i) => {
+        const scripts = objs(r, 'javascript')
+        const urls = strs(r, 'urls')
+        const files = objs(r, 'attachments').map((a) => str(a, 'filename'))
+        const title = rows.length > 1 ? `PDF, version ${num(r, 'version') ?? i}${i === 0 ? ' (original)' : ' (update)'}` : 'PDF'
+        return (
+          <Section key={i} title={title}>
+            <KeyValues rows={[
+              ['PDF version', str(r, 'pdf_version') && <Mono value={str(r, 'pdf_version')} />],
+              ...PDF_META.map((k) => [fieldWords(k), str(r, k) && <SafeText value={textOf(str(r, k), 500)} />] as [string, JSX.Element | '']),
+              ['Open action', str(r, 'openaction') && <Mono value={textOf(str(r, 'openaction'), 500)} />],
+              ['Error', str(r, 'error') && <SafeText value={textOf(str(r, 'error'), 500)} />]
+            ]} />
+            {isObj(r.counts) && <div className="mt-2"><Generic value={r.counts} depth={1} /></div>}
+            {urls.length > 0 && <div className="mt-2"><Tags values={urls} /></div>}
+            {files.length > 0 && <p className="mt-2 text-sm">Embedded files: <Tags values={files} /></p>}
+            <h4 className="mt-2 text-xs font-semibold uppercase text-zinc-600 dark:text-zinc-400">JavaScript ({scripts.length})</h4>
+            {scripts.length === 0 ? <Empty>No JavaScript.</Empty> : scripts.slice(0, 256).map((js, k) => <PdfScript key={k} js={js} n={k + 1} />)}
+          </Section>
+        )
+      })}
+    </>
   )
 }
 
@@ -207,6 +261,7 @@ export function StaticView({ report }: { report: unknown }): JSX.Element {
         const v = s[k]
         if (k === 'elf' && isObj(v)) return <ElfView key={k} elf={v} />
         if (k === 'office' && isObj(v)) return <OfficeView key={k} office={v} />
+        if (k === 'pdf') return <PdfView key={k} pdf={v} />
         if (k === 'error' && keys.length === 1) return null
         return <Section key={k} title={fieldWords(k)}><Generic value={v} depth={1} /></Section>
       })}
