@@ -6,9 +6,9 @@
 // streams, /JS, /OpenAction, /AA, /Launch, embedded files, …), also counted inside compressed
 // object streams, with #xx escapes in names undone (/J#61vaScript is /JavaScript).
 //
-// Read here, from the bytes, because no maintained JavaScript PDF reader is made for hostile files
-// (pdf.js renders and is lenient in ways a count must not be, and reads no incremental versions as
-// such). What is read is small: objects by their `n g obj` headers, values by their first bytes,
+// Read here, from the bytes: the maintained JavaScript PDF reader, pdf.js (pdfjs-dist), is made to
+// render, so it merges the incremental updates into one document and repairs what is broken, where
+// this must show each version as written, broken parts included. What is read is small: objects by their `n g obj` headers, values by their first bytes,
 // strings and streams with their escapes and filters (Flate, ASCIIHex, ASCII85). Every scan is an
 // index loop or a bounded expression, every size is capped: a hostile PDF costs a linear pass.
 import { constants, inflateSync } from 'node:zlib'
