@@ -115,6 +115,14 @@ describe('static.pdf', () => {
       const rows = analyzePdf(b)
       expect(rows.length).toBeGreaterThan(0)
     }
+    // 300 scripts that all refer to one 16 MiB stream: decoded once.
+    const bomb = deflateSync(Buffer.alloc(16 << 20, 0x20))
+    const head2 = Buffer.from('%PDF-1.5\n')
+    const refs = section(head2.length, 1, [stream('/Filter /FlateDecode', bomb), ...Array.from({ length: 300 }, () => '<< /S /JavaScript /JS 1 0 R >>')], '<< /Size 302 >>')
+    const [many] = analyzePdf(Buffer.concat([head2, refs.bytes]))
+    expect(many!.javascript.length).toBeLessThanOrEqual(256)
+    expect(many!.javascript.length).toBeGreaterThan(0)
+    expect(many!.error).toBeUndefined() // decoded 300 times, it would spend the PDF's decoding budget and say so
     // 200,000 object headers with no endobj, unbalanced strings and dictionaries: bounded work.
     const hostile = Buffer.from(`%PDF-1.7\n${'1 0 obj << /JS (('.repeat(200_000)}`)
     const rows = analyzePdf(hostile)

@@ -27,6 +27,8 @@ const MAX_SCRIPT = 1024 * 1024
 const MAX_SCRIPTS_TOTAL = 8 * 1024 * 1024
 const MAX_ATTACHMENTS = 256
 const MAX_FIELD = 2048
+/** Bytes all of a PDF's streams may decode to, together. */
+const DECODE_BUDGET = 64 * 1024 * 1024
 
 const COUNT_KEYS = ['objects', 'streams', 'object_streams', 'javascript', 'openaction', 'aa', 'launch', 'embedded_files', 'uri', 'acroform', 'xfa', 'encrypt'] as const
 type CountKey = (typeof COUNT_KEYS)[number]
@@ -289,6 +291,20 @@ export function analyzePdf(buf: Buffer): PdfFacts {
   })
   counts.forEach((c, v) => { c.objects = order.filter(([, o]) => o.version === v).length })
 
+  // Streams are decoded once each, and all of them together to at most DECODE_BUDGET bytes: many
+  // references to large streams cost one pass, not one per reference.
+  const decoded = new Map<PdfObject, string>()
+  let budget = DECODE_BUDGET
+  const decode = (o: PdfObject): string => {
+    const known = decoded.get(o)
+    if (known !== undefined) return known
+    if (budget <= 0) throw new Error('the decoding budget of this PDF is spent')
+    const out = decodeStream(o)
+    budget -= out.length
+    decoded.set(o, out)
+    return out
+  }
+
   // Objects inside compressed object streams (PDF 1.5+), invisible to a byte scan: counted in the
   // version of their stream, and read like the others.
   let examined = 0
@@ -297,7 +313,7 @@ export function analyzePdf(buf: Buffer): PdfFacts {
     if (o.stream === null || !/\/ObjStm\b/.test(o.dict.replace(/#([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))))) continue
     if (++examined > MAX_STREAMS_EXAMINED || inflated > INFLATE_MAX) break
     try {
-      const content = decodeStream(o)
+      const content = decode(o)
       inflated += content.length
       countNames(content, counts[o.version]!)
       const first = valuesOf(o.dict, '/First')[0]
@@ -305,6 +321,7 @@ export function analyzePdf(buf: Buffer): PdfFacts {
       const head = Number.isFinite(start) ? content.slice(0, start) : ''
       const pairs = [...head.matchAll(/(\d{1,10})\s+(\d{1,10})/g)].slice(0, MAX_OBJECTS).map((p) => [Number(p[1]), Number(p[2])] as const)
       pairs.forEach(([num, off], k) => {
+        if (order.length >= 2 * MAX_OBJECTS) return
         const from = start + off
         const to = k + 1 < pairs.length ? start + pairs[k + 1]![1] : content.length
         if (from >= to || from > content.length) return
@@ -325,7 +342,7 @@ export function analyzePdf(buf: Buffer): PdfFacts {
     if (v.kind === 'ref') {
       const target = objects.get(v.id)
       if (target === undefined) return null
-      if (target.stream !== null) return decodeStream(target)
+      if (target.stream !== null) return decode(target)
       const inner = valueAt(target.dict, 0)
       return inner.kind === 'string' ? inner.bytes : null
     }
