@@ -20,7 +20,7 @@ import { capNote, reportTerms } from './report-terms'
 
 /** The parts of a report the terms are read from (report-terms.ts): a top-level key, or key.child. */
 const PARTS: readonly (readonly [string] | readonly [string, string])[] = [
-  ['target'], ['network'], ['signatures'], ['dropped'], ['behavior', 'summary'], ['info', 'score']
+  ['target'], ['network'], ['signatures'], ['dropped'], ['behavior', 'summary'], ['info', 'score'], ['static', 'pdf']
 ]
 
 /** Larger parts are not parsed here (a few times their size in heap); a rereport indexes them. */
