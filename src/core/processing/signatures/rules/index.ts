@@ -19,6 +19,7 @@ import { ldPreload } from './ld-preload'
 import { antidebugPtrace } from './antidebug-ptrace'
 import { readsCredentials } from './reads-credentials'
 import { officeMacroAutoexec } from './office-macro-autoexec'
+import { lnkStartsInterpreter } from './lnk-starts-interpreter'
 
 export const RULES: readonly SignatureRule[] = [
   dropsExecutable,
@@ -40,5 +41,6 @@ export const RULES: readonly SignatureRule[] = [
   ldPreload,
   antidebugPtrace,
   readsCredentials,
-  officeMacroAutoexec
+  officeMacroAutoexec,
+  lnkStartsInterpreter
 ]
