@@ -20,7 +20,7 @@ describe('the Static tab', () => {
   it('says why a file has no static analysis', () => {
     render(<StaticView report={{ static: {}, target: { category: 'file', file: { name: 'dropper.sh', size: 354, type: 'POSIX shell script, ASCII text executable' } } }} />)
     expect(screen.getByTestId('no-static').textContent).toBe(
-      'No static analysis of this 354 B file: its type is POSIX shell script, ASCII text executable, and static analysis reads PE and ELF executables, PDF and Office documents, and zip and tar archives.')
+      'No static analysis of this 354 B file: its type is POSIX shell script, ASCII text executable, and static analysis reads PE and ELF executables, PDF and Office documents, Windows shortcuts, and zip and tar archives.')
     cleanup()
     render(<StaticView report={{ target: { category: 'url', url: 'http://example.com/' } }} />)
     expect(screen.getByTestId('no-static').textContent).toBe('No static analysis: a URL task has no file to read.')

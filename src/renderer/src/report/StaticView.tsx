@@ -31,7 +31,7 @@ function FieldName({ k }: { k: string }): JSX.Element {
 }
 
 /** What static analysis reads (src/core/processing/static): said when a file gets none. */
-const READS = 'static analysis reads PE and ELF executables, PDF and Office documents, and zip and tar archives'
+const READS = 'static analysis reads PE and ELF executables, PDF and Office documents, Windows shortcuts, and zip and tar archives'
 
 function NoStatic({ report, s }: { report: unknown; s: Obj }): JSX.Element {
   const target = obj(report, 'target')
