@@ -71,3 +71,23 @@ export function form(fields: Record<string, string>, files: { field?: string; na
   for (const file of files) f.append(file.field ?? 'file', new Blob([typeof file.data === 'string' ? file.data : Buffer.from(file.data)]), file.name)
   return f
 }
+
+/**
+ * Task `id` as a finished run leaves it: `files` written into its analysis folder, the task marked
+ * completed by another connection (as a run in another process would), and the engine woken to
+ * process it. `set` adds columns to the UPDATE ("route = 'internet'"); `pendingOnly` marks it only
+ * from pending and throws when it was not (the scheduler took it first). Returns the folder.
+ */
+export function finishRun(h: Harness, id: number, files: Record<string, string | Buffer> = {}, o: { set?: string; pendingOnly?: boolean } = {}): string {
+  const dir = h.analysisDir(id)
+  for (const [rel, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true })
+    writeFileSync(path.join(dir, rel), content)
+  }
+  const { changes } = h.sql(`UPDATE tasks SET status = 'completed',${o.set === undefined ? '' : ` ${o.set},`} started_on = datetime('now', 'localtime'), ` +
+    `completed_on = datetime('now', 'localtime') WHERE id = ?${o.pendingOnly === true ? " AND status = 'pending'" : ''}`, id)
+  if (changes !== 1) throw new Error(`task ${id} was not ${o.pendingOnly === true ? 'pending' : 'there'}`)
+  h.service.engine!.processPending()
+  return dir
+}
+

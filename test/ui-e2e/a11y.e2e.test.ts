@@ -8,13 +8,13 @@
 // dropped file, screenshots, a memory dump, the decrypting proxy's flows), as in the Task page's
 // tests: what is checked is the UI, and a guest adds nothing to it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import sharp from 'sharp'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { startHarness, type Harness } from '../service-harness'
+import { finishRun, startHarness, type Harness } from '../service-harness'
 import { waitForTask } from '../e2e/e2e-helpers'
 import { startDispatcher, type Dispatcher } from '../../src/dispatcher/index'
 
@@ -60,7 +60,6 @@ async function submit(name: string, fields: Record<string, string> = {}): Promis
 async function reportedTask(): Promise<number> {
   // A platform no machine has keeps it pending; marked completed, the engine only processes it.
   const id = await submit('dropper.sh', { platform: 'darwin' })
-  const dir = h.analysisDir(id)
   const now = Date.now()
   const t = now / 1000
   const jpeg = await sharp({ create: { width: 640, height: 400, channels: 3, background: '#246' } }).jpeg().toBuffer()
@@ -86,12 +85,7 @@ async function reportedTask(): Promise<number> {
     ].map((f) => JSON.stringify(f)).join('\n') + '\n',
     'mitm/dump.mitm': 'flows'
   }
-  for (const [rel, content] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true })
-    writeFileSync(path.join(dir, rel), content)
-  }
-  h.sql("UPDATE tasks SET status = 'completed', route = 'internet', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ? AND status = 'pending'", id)
-  h.service.engine!.processPending()
+  finishRun(h, id, files, { set: "route = 'internet'", pendingOnly: true })
   expect(await waitForTask(h, id, ['reported', 'failed_processing'], 60_000)).toBe('reported')
   return id
 }

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startHarness, type Harness } from '../../../test/service-harness'
+import { finishRun, startHarness, type Harness } from '../../../test/service-harness'
 import { submitFile, waitForTask } from '../../../test/e2e/e2e-helpers'
 
 /** Dropped files per task: enough that processing one takes a moment (each is hashed and typed). */
@@ -37,8 +37,7 @@ async function finishedTask(n: number, dropped = DROPPED): Promise<number> {
   }
   writeFileSync(path.join(dir, 'files.json'), index.join('\n') + '\n')
   writeFileSync(path.join(dir, 'analysis.log'), '2026-11-23 10:00:00,000 [aviary.engine] INFO: started\n')
-  h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", id)
-  h.service.engine!.processPending()
+  finishRun(h, id)
   return id
 }
 

