@@ -8,8 +8,6 @@ import { listZip, type ZipEntryText } from './archives.js'
 import { extractMacros } from './vba.js'
 import { Closed, Type, type Static } from '../schema.js'
 
-export { analyzePdf, PdfSchema, type PdfFacts } from './pdf.js'
-
 const MAX_URLS = 256
 
 export const MacroSchema = Closed({

@@ -310,7 +310,7 @@ export function analyzePdf(buf: Buffer): PdfFacts {
   let examined = 0
   let inflated = 0
   for (const [id, o] of order) {
-    if (o.stream === null || !/\/ObjStm\b/.test(o.dict.replace(/#([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))))) continue
+    if (o.stream === null || !/\/ObjStm\b/.test(pdfName(o.dict))) continue
     if (++examined > MAX_STREAMS_EXAMINED || inflated > INFLATE_MAX) break
     try {
       const content = decode(o)
