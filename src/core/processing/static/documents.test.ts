@@ -10,8 +10,10 @@ import { deflateSync } from 'node:zlib'
 import { ZipFile } from 'yazl'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { staticAnalysis } from './index'
-import { analyzeOle, type PdfFacts, type OfficeFacts } from './documents'
+import { analyzeOle, type OfficeFacts } from './documents'
+import type { PdfFacts } from './pdf'
 import type { ArchiveListing } from './archives'
+import { mutated } from '../../../../test/mutated'
 
 let tmp = ''
 beforeAll(() => { tmp = mkdtempSync(join(tmpdir(), 'aviary-static-doc-')) })
@@ -131,11 +133,7 @@ describe('Office', () => {
 
   it('OLE: 400 mutated copies never throw, and a damaged directory still finds a VBA project by its name', () => {
     const base = ole(['Root Entry', 'WordDocument', 'Macros', 'VBA', '_VBA_PROJECT'])
-    let seed = 7
-    const rand = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n }
-    for (let i = 0; i < 400; i++) {
-      const b = Buffer.from(base)
-      for (let k = 0; k < 1 + rand(16); k++) b[rand(b.length)] = rand(256)
+    for (const b of mutated(base, 400, 16, 7)) {
       const facts = analyzeOle(b)
       expect(facts.format).toBe('ole')
       expect(Array.isArray(facts.macros)).toBe(true)

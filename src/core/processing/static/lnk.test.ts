@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { staticAnalysis } from './index'
 import { analyzeLnk, type LnkFacts } from './lnk'
+import { mutated } from '../../../../test/mutated'
 
 const tmp = mkdtempSync(join(tmpdir(), 'aviary-lnk-'))
 afterAll(() => rmSync(tmp, { recursive: true, force: true }))
@@ -122,11 +123,7 @@ describe('static.lnk', () => {
     const cut = analyzeLnk(buf.subarray(0, buf.length - 40))
     expect(cut.basepath).toBe(POWERSHELL)
     expect(cut.error).toMatch(/^the cmdline string runs past the end of the file/)
-    let seed = 9
-    const rand = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n }
-    for (let i = 0; i < 500; i++) {
-      const b = Buffer.from(buf)
-      for (let k = 0; k < 1 + rand(8); k++) b[rand(b.length)] = rand(256)
+    for (const b of mutated(buf, 500, 8, 9)) {
       const f = analyzeLnk(b)
       expect(Array.isArray(f.attrs)).toBe(true)
     }

@@ -11,6 +11,7 @@ import { deflateSync } from 'node:zlib'
 import { afterAll, describe, expect, it } from 'vitest'
 import { analyzePdf } from './pdf'
 import { missingConsumerFields } from '../../../../test/cuckoo-report-fields'
+import { mutated } from '../../../../test/mutated'
 
 const tmp = mkdtempSync(join(tmpdir(), 'aviary-pdf-'))
 afterAll(() => rmSync(tmp, { recursive: true, force: true }))
@@ -107,11 +108,7 @@ describe('static.pdf', () => {
 
   it('never throws on mutated documents, and scans a hostile one in one pass', () => {
     const base = document()
-    let seed = 5
-    const rand = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n }
-    for (let i = 0; i < 300; i++) {
-      const b = Buffer.from(base)
-      for (let k = 0; k < 1 + rand(12); k++) b[rand(b.length)] = rand(256)
+    for (const b of mutated(base, 300, 12, 5)) {
       const rows = analyzePdf(b)
       expect(rows.length).toBeGreaterThan(0)
     }

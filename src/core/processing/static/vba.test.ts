@@ -14,6 +14,7 @@ import { staticAnalysis } from './index'
 import { analyzeOle, type OfficeFacts } from './documents'
 import { missingConsumerFields } from '../../../../test/cuckoo-report-fields'
 import { decompressVba, deobfuscateVba, extractMacros, MAX_MODULE_CODE, VbaFormatError } from './vba'
+import { mutated } from '../../../../test/mutated'
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex')
 
@@ -124,11 +125,7 @@ describe('VBA decompression', () => {
     expect(() => decompressVba(Buffer.from('plain text'), 100)).toThrow(VbaFormatError)
     expect(() => decompressVba(hex('01 03 B0 02 61 00 10'), 100)).toThrow(/reaches before its chunk/) // offset 2 after one byte
     const base = compress(Buffer.from(LONG, 'latin1'))
-    let seed = 11
-    const rand = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n }
-    for (let i = 0; i < 500; i++) {
-      const b = Buffer.from(base)
-      for (let k = 0; k < 1 + rand(8); k++) b[rand(b.length)] = rand(256)
+    for (const b of mutated(base, 500, 8, 11)) {
       try {
         expect(decompressVba(b, 64 * 1024).length).toBeLessThanOrEqual(64 * 1024)
       } catch (err) {
@@ -189,11 +186,7 @@ describe('VBA source of documents', () => {
     expect(macros[0]!.orig_code.length).toBeLessThanOrEqual(MAX_MODULE_CODE)
     // 400 mutated projects: an error or macros, never a throw.
     const base = compound(prefixed('Macros/VBA/', vbaStreams(MODULES)))
-    let seed = 3
-    const rand = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n }
-    for (let i = 0; i < 400; i++) {
-      const b = Buffer.from(base)
-      for (let k = 0; k < 1 + rand(12); k++) b[rand(b.length)] = rand(256)
+    for (const b of mutated(base, 400, 12, 3)) {
       const facts = analyzeOle(b)
       expect(Array.isArray(facts.macros)).toBe(true)
     }
