@@ -6,7 +6,7 @@
 import { existsSync, unwatchFile, watchFile } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { rooter } from './network/rooter-client'
+import { rooter, rooterOwner } from './network/rooter-client'
 import type { RoutingSettings } from './network/routing-config'
 import type { Db } from './db/database'
 import type { StorageLayout } from './storage/layout'
@@ -98,10 +98,11 @@ export class Engine {
     if (recovered.requeued.length) o.log.warn(`tasks queued again after an unclean stop: ${recovered.requeued.join(', ')}`)
     if (recovered.failed.length) o.log.error(`tasks failed after unclean stops: ${recovered.failed.join(', ')}`)
     const settings = () => this.settings!
-    // What a crashed run left in the rooter's table goes before any run turns a route on.
+    // What a crashed run of this service left in the rooter's table goes before any run turns a
+    // route on; other services' grants stay (they are not this service's to clear).
     const routing = fleet.settings.routing
-    const routesReady = routing === null ? Promise.resolve() : rooter.flush(routing.rooter).then(
-      () => o.log.info('routes: the rooter\'s table is clean'),
+    const routesReady = routing === null ? Promise.resolve() : rooter.flush(routing.rooter, rooterOwner(o.layout.root)).then(
+      (n) => o.log.info(`routes: the rooter holds no grant of this service${n > 0 ? ` (${n} left by an earlier run removed)` : ''}`),
       (err: Error) => o.log.warn(`routes: could not clear what an earlier run left: ${err.message}`))
     const rs = settings().resultserver
     const resultServer = new ResultServer({

@@ -7,7 +7,8 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Command } from 'commander'
 import { loadRooterConfig, parseRooterConfig, RooterConfigError, type RooterConfig, type RooterFile } from './rooter-config'
-import { Rooter } from './rooter'
+import { removeRooterRules, Rooter } from './rooter'
+import { DEFAULT_ROOTER_SOCKET, LEASE_MS } from './protocol'
 
 export const CONFIG_FILE = '/etc/aviary/rooter.json'
 export const UNIT_FILE = '/etc/systemd/system/aviary-rooter.service'
@@ -56,6 +57,15 @@ function configOf(f: Flags): RooterConfig {
   return loadRooterConfig(f.config ?? CONFIG_FILE)
 }
 
+/** Where the rooter's state is, also without a readable configuration (for `remove`). */
+function stateOf(f: Flags): string {
+  try {
+    return configOf(f).state
+  } catch {
+    return path.join(path.dirname(f.socket ?? DEFAULT_ROOTER_SOCKET), 'rooter-state.json')
+  }
+}
+
 /** The systemd unit that keeps the rooter running. */
 export function unitText(node: string, cli: string, config: string): string {
   return `[Unit]
@@ -76,11 +86,16 @@ WantedBy=multi-user.target
 
 export async function runRooterCli(argv: string[]): Promise<number> {
   let code = 0
-  const program = new Command('aviary').exitOverride().configureOutput({ writeErr: (s) => process.stderr.write(s) })
+  // Positional options: `rooter install --guest-network …` gives the options to install, not to
+  // the `rooter` command that defines the same ones (which took them, and install saw none).
+  const program = new Command('aviary').exitOverride().enablePositionalOptions().configureOutput({ writeErr: (s) => process.stderr.write(s) })
   const rooter = withFlags(program.command('rooter').description('run the root helper that sets up the routes of analyses (as root)'))
+    .enablePositionalOptions()
     .action(async (f: Flags) => {
       const log = (m: string): void => { process.stderr.write(`aviary rooter: ${m}\n`) }
-      const r = new Rooter({ config: configOf(f), log })
+      // Tests may shorten a grant's lease (never lengthen it) to see one lapse.
+      const lease = Number(process.env.AVIARY_ROOTER_LEASE_MS)
+      const r = new Rooter({ config: configOf(f), log, ...(lease > 0 && lease < LEASE_MS ? { leaseMs: lease } : {}) })
       await r.start()
       await new Promise<void>((resolve) => {
         process.once('SIGTERM', resolve)
@@ -114,6 +129,10 @@ export async function runRooterCli(argv: string[]): Promise<number> {
       process.stdout.write(`the rooter runs; the service finds it at ${file.socket ?? '/run/aviary/rooter.sock'}` +
         `${f.user ? ` (log ${f.user} in again to be in group ${file.group})` : ''}\n`)
     })
+  withFlags(rooter.command('remove').description('remove the rooter\'s firewall table, policy rules and state (after stopping it): guest networks are then no longer denied by default'))
+    .action((f: Flags) => removeRooterRules(stateOf(f)).then(() => {
+      process.stdout.write('removed the table inet aviary, Aviary\'s policy rules and the rooter\'s state\n')
+    }))
   try {
     await program.parseAsync(['node', 'aviary', ...argv])
   } catch (err) {

@@ -1,5 +1,6 @@
 // What the rooter reads of the host when it builds rules: its own IPv4 networks (the internet
-// route never reaches them), whether it forwards, and the VPN policy rules it adds and removes.
+// route never reaches them), the interfaces on the guest networks (denied by default), whether it
+// forwards, and the VPN policy rules it adds and removes.
 import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 
@@ -14,6 +15,39 @@ function run(file: string, args: string[]): Promise<string> {
 
 const toInt = (ip: string): number => ip.split('.').reduce((n, o) => n * 256 + Number(o), 0)
 const toIp = (n: number): string => [24, 16, 8, 0].map((s) => (n >>> s) & 255).join('.')
+
+interface Link {
+  ifname: string
+  addr_info?: { family: string; local: string; prefixlen: number }[]
+}
+
+const inNetwork = (ip: string, net: { address: string; prefix: number }): boolean => {
+  const mask = net.prefix === 0 ? 0 : (~0 << (32 - net.prefix)) >>> 0
+  return ((toInt(ip) & mask) >>> 0) === ((toInt(net.address) & mask) >>> 0)
+}
+
+/**
+ * The host's interfaces with an IPv4 address on one of `networks` (where guests' packets arrive),
+ * and whether each carries IPv6 (any inet6 address, link-local included).
+ */
+export async function guestInterfaces(networks: { address: string; prefix: number }[]): Promise<{ name: string; ipv6: boolean }[]> {
+  const links = JSON.parse(await run('ip', ['-j', 'addr'])) as Link[]
+  const out: { name: string; ipv6: boolean }[] = []
+  for (const l of links) {
+    if (l.ifname === 'lo') continue
+    const info = l.addr_info ?? []
+    if (info.some((a) => a.family === 'inet' && networks.some((n) => inNetwork(a.local, n)))) {
+      out.push({ name: l.ifname, ipv6: info.some((a) => a.family === 'inet6') })
+    }
+  }
+  return out.sort((a, b) => a.name.localeCompare(b.name))
+}
+
+/** The interfaces this host's IPv4 default routes leave through. */
+export async function defaultRouteInterfaces(): Promise<string[]> {
+  const routes = JSON.parse(await run('ip', ['-j', '-4', 'route', 'show', 'default'])) as { dev?: string }[]
+  return [...new Set(routes.map((r) => r.dev).filter((d): d is string => typeof d === 'string'))]
+}
 
 /** The networks of this host's IPv4 addresses, as CIDR (`ip -j -4 addr`), loopback left out. */
 export async function hostNetworks(): Promise<string[]> {

@@ -1,9 +1,15 @@
-// The nftables rules of the routes, in Aviary's own table (`inet aviary`), and nothing else. The
-// table has one base chain per hook; each jumps through a verdict map keyed by the guest's address
-// to that guest's own chains, so turning a route on or off is adding or deleting one guest's map
-// elements and chains in one atomic `nft -f` run, and no rule ever matches another address.
-// Scripts are built only from requests validate.ts accepted (addresses, interface names, ports),
-// and passed to nft on stdin: never through a shell.
+// The nftables rules of the routes, in Aviary's own table (`inet aviary`), and nothing else.
+//
+// The base policy denies by default: every packet that comes from a guest network (by its source
+// address, or by the host interface it arrives on, whatever address it claims) or is forwarded
+// towards one is dropped, IPv4 and IPv6 alike, unless a routed guest's own chains let it through.
+// What passes without a route: answers to connections the host opened (the agent) and DHCP.
+// Routed guests are found through verdict maps keyed by their address; turning a route on or off
+// adds or deletes one guest's map elements and chains in one atomic `nft -f` run, and no rule of
+// a guest ever matches another address. A drop in any base chain is final in nftables, so other
+// tables' accept rules (libvirt's, Docker's) cannot reopen what this table drops.
+// Scripts are built only from requests validate.ts accepted (addresses, interface names, ports)
+// and from the rooter's own configuration, and passed to nft on stdin: never through a shell.
 import { execFile } from 'node:child_process'
 import type { EnableRequest } from './protocol'
 
@@ -21,17 +27,67 @@ export const INETSIM_UDP = [53, 69, 123, 514, 7, 9, 13, 17, 19, 37]
 
 const MAPS = ['guest_in', 'guest_fwd', 'guest_back', 'guest_pre', 'guest_post'] as const
 
-/** The table from scratch: sets, maps and base chains, no guest. */
-export function baseScript(): string {
-  return `table inet aviary {
+/** The counter of what the base policy denied (packets from no routed guest, IPv6). */
+export const DENIED_COUNTER = 'denied'
+
+const ifnames = (names: string[]): string => names.map((n) => `"${n}"`).join(', ')
+
+/**
+ * The table from scratch, as one transaction that replaces whatever table was there: sets, maps,
+ * the base policy, no guest. `guestNets`: the configured guest networks (CIDR); `guestIfs`: the
+ * host's interfaces on them.
+ */
+export function baseScript(guestNets: string[], guestIfs: string[]): string {
+  const deny = `limit rate 10/second burst 20 packets log prefix "aviary denied: " level info
+    counter name "${DENIED_COUNTER}" drop`
+  return `add table inet aviary
+delete table inet aviary
+table inet aviary {
   set not_outside { type ipv4_addr; flags interval; elements = { ${NOT_OUTSIDE.join(', ')} } }
+  set guest_nets { type ipv4_addr; flags interval; elements = { ${guestNets.join(', ')} } }
+  set guest_ifs { type ifname; ${guestIfs.length > 0 ? `elements = { ${ifnames(guestIfs)} }` : ''} }
 ${MAPS.map((m) => `  map ${m} { type ipv4_addr : verdict; }`).join('\n')}
-  chain input { type filter hook input priority filter - 10; policy accept; ip saddr vmap @guest_in; }
-  chain forward { type filter hook forward priority filter - 10; policy accept; ip saddr vmap @guest_fwd; ip daddr vmap @guest_back; }
+  counter ${DENIED_COUNTER} { }
+  chain deny {
+    ${deny}
+  }
+  chain input { type filter hook input priority filter - 10; policy accept;
+    iifname "lo" return
+    iifname @guest_ifs jump from_guest
+    ip saddr @guest_nets jump from_guest
+  }
+  chain from_guest {
+    meta nfproto ipv6 jump deny
+    ip saddr vmap @guest_in
+    ct state established,related accept
+    udp sport 68 udp dport 67 accept
+    jump deny
+  }
+  chain forward { type filter hook forward priority filter - 10; policy accept;
+    iifname @guest_ifs jump fwd_from_guest
+    ip saddr @guest_nets jump fwd_from_guest
+    oifname @guest_ifs jump fwd_to_guest
+    ip daddr @guest_nets jump fwd_to_guest
+  }
+  chain fwd_from_guest {
+    meta nfproto ipv6 jump deny
+    ip saddr vmap @guest_fwd
+    jump deny
+  }
+  chain fwd_to_guest {
+    meta nfproto ipv6 jump deny
+    ip daddr vmap @guest_back
+    jump deny
+  }
   chain prerouting { type nat hook prerouting priority dstnat - 10; policy accept; ip saddr vmap @guest_pre; }
   chain postrouting { type nat hook postrouting priority srcnat - 10; policy accept; ip saddr vmap @guest_post; }
 }
 `
+}
+
+/** Replaces the set of guest interfaces (an interface came or went), atomically. */
+export function guestIfsScript(guestIfs: string[]): string {
+  return `flush set ${TABLE} guest_ifs\n${guestIfs.length > 0 ? `add element ${TABLE} guest_ifs { ${ifnames(guestIfs)} }\n` : ''}`
 }
 
 const id = (guest: string): string => `g_${guest.replace(/\./g, '_')}`

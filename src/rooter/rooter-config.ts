@@ -6,7 +6,10 @@
 //   vpn             VPN interfaces and the routing table each one's default route is in
 //   inetsim         the address INetSim answers on (on the guests' network); the rooter runs it
 //   socket, group   where the service talks to the rooter, and the group allowed to (mode 0660)
+//   state           where the rooter keeps the grants of runs in progress, so that a restarted
+//                   rooter puts them back (default: rooter-state.json next to the socket)
 import { readFileSync } from 'node:fs'
+import path from 'node:path'
 import { BlockList, isIPv4 } from 'node:net'
 import { Type, type Static } from 'typebox'
 import Ajv from 'ajv'
@@ -16,6 +19,7 @@ const Iface = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,15}$' })
 
 const RooterFile = Type.Object({
   socket: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  state: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   group: Type.Optional(Type.String({ pattern: '^[a-z_][a-z0-9_-]{0,31}$' })),
   guest_networks: Type.Array(Type.String({ maxLength: 18 }), { minItems: 1 }),
   interfaces: Type.Optional(Type.Array(Iface)),
@@ -26,6 +30,7 @@ export type RooterFile = Static<typeof RooterFile>
 
 export interface RooterConfig {
   socket: string
+  state: string
   group: string | null
   networks: { address: string; prefix: number }[]
   interfaces: string[]
@@ -64,8 +69,10 @@ export function parseRooterConfig(raw: unknown): RooterConfig {
   if (inetsim !== null && (!isIPv4(inetsim) || !list.check(inetsim, 'ipv4'))) {
     throw new RooterConfigError(`rooter configuration: inetsim.address: '${inetsim}' is not an address in the guest networks`)
   }
+  const socket = raw.socket ?? DEFAULT_ROOTER_SOCKET
   return {
-    socket: raw.socket ?? DEFAULT_ROOTER_SOCKET,
+    socket,
+    state: raw.state ?? path.join(path.dirname(socket), 'rooter-state.json'),
     group: raw.group ?? null,
     networks,
     interfaces: raw.interfaces ?? [],

@@ -1,23 +1,27 @@
 // Every request line is checked here before anything runs: JSON of the exact shape (no extra
-// keys), then against the rooter's configuration: the guest and every host address inside the
-// guest networks, interfaces and the INetSim address only those configured, ports in range. A
-// request that fails is refused with the reason; nothing of it reaches nft or ip.
+// keys; every request about a guest or grants names its owner), then against the rooter's
+// configuration: the guest and every host address inside the guest networks, interfaces and the
+// INetSim address only those configured, ports in range. A request that fails is refused with the
+// reason; nothing of it reaches nft or ip.
 import { isIPv4 } from 'node:net'
 import { Type } from 'typebox'
 import Ajv from 'ajv'
 import type { RooterConfig } from './rooter-config'
-import { ROUTE_KINDS, type RooterRequest } from './protocol'
+import { OWNER_PATTERN, ROUTE_KINDS, type RooterRequest } from './protocol'
 
 const Ip = Type.String({ maxLength: 15 })
+const Owner = Type.String({ pattern: OWNER_PATTERN })
 const Port = Type.Integer({ minimum: 1, maximum: 65535 })
 const Endpoint = Type.Object({ ip: Ip, port: Port }, { additionalProperties: false })
 
 const Request = Type.Union([
   Type.Object({ op: Type.Literal('ping') }, { additionalProperties: false }),
-  Type.Object({ op: Type.Literal('flush') }, { additionalProperties: false }),
-  Type.Object({ op: Type.Literal('disable'), guest: Ip }, { additionalProperties: false }),
+  Type.Object({ op: Type.Literal('flush'), owner: Owner }, { additionalProperties: false }),
+  Type.Object({ op: Type.Literal('disable'), owner: Owner, guest: Ip }, { additionalProperties: false }),
+  Type.Object({ op: Type.Literal('status'), owner: Owner, guest: Ip }, { additionalProperties: false }),
   Type.Object({
     op: Type.Literal('enable'),
+    owner: Owner,
     guest: Ip,
     route: Type.Union(ROUTE_KINDS.map((r) => Type.Literal(r))),
     resultserver: Endpoint,
@@ -41,14 +45,14 @@ export function parseRequest(line: string, c: RooterConfig): RooterRequest {
   }
   const op = raw !== null && typeof raw === 'object' ? (raw as { op?: unknown }).op : undefined
   if (!check(raw)) {
-    const known = ['ping', 'enable', 'disable', 'flush']
+    const known = ['ping', 'enable', 'disable', 'status', 'flush']
     if (typeof op !== 'string' || !known.includes(op)) throw new Refused(`unknown op: one of ${known.join(', ')}`)
     throw new Refused(`malformed ${op} request: fields, types or values outside the vocabulary`)
   }
   const r = raw
   if (r.op === 'ping' || r.op === 'flush') return r
   guestAddress('guest', r.guest, c)
-  if (r.op === 'disable') return r
+  if (r.op === 'disable' || r.op === 'status') return r
   guestAddress('resultserver.ip', r.resultserver.ip, c)
   if (r.resultserver.ip === r.guest) throw new Refused('resultserver.ip: the guest itself')
   if (r.mitm !== undefined) {

@@ -59,6 +59,11 @@ describe('aviary doctor', () => {
     await run('ip', ['netns', 'del', ns]).catch(() => undefined)
     await run('ip', ['netns', 'add', ns])
     await run('ip', ['-n', ns, 'link', 'add', 'up0', 'type', 'veth', 'peer', 'name', 'up1'])
+    // The guests' bridge, with IPv6 on (as a hand-made bridge has it).
+    await run('ip', ['-n', ns, 'link', 'add', 'br0', 'type', 'bridge'])
+    await run('ip', ['-n', ns, 'addr', 'add', '10.204.3.1/24', 'dev', 'br0'])
+    await run('ip', ['-n', ns, 'addr', 'add', 'fd00:204::1/64', 'dev', 'br0'])
+    await run('ip', ['-n', ns, 'link', 'set', 'br0', 'up'])
     const sock = path.join(dir, 'rooter.sock')
     const rooter = spawn('ip', ['netns', 'exec', ns, process.execPath, path.resolve('bin/aviary.js'), 'rooter', '--guest-network', '10.204.3.0/24',
       '--interface', 'up0', '--socket', sock], { stdio: ['ignore', 'ignore', 'pipe'] })
@@ -81,6 +86,12 @@ describe('aviary doctor', () => {
       expect(f('route inetsim')).toMatchObject({ ok: false, detail: 'the rooter runs no INetSim' })
       expect(f('decrypting proxy')).toMatchObject({ ok: true, detail: expect.stringMatching(/^Mitmproxy: /) })
       expect(formatDoctorReport(r)).toMatch(/routes\n {2}ok {3}rooter: answers on/)
+      expect(f('containment')).toMatchObject({ ok: true, detail: expect.stringMatching(/everything from 10\.204\.3\.0\/24 \(on br0\) is denied/) })
+      expect(f('IPv6 on br0')).toMatchObject({ ok: false, fix: expect.stringMatching(/net\.ipv6\.conf\.br0\.disable_ipv6=1/) })
+      // Turned off, the rooter sees it go and the doctor no longer reports it.
+      await run('ip', ['netns', 'exec', ns, 'sysctl', '-qw', 'net.ipv6.conf.br0.disable_ipv6=1'])
+      await expect.poll(async () => (await runDoctor({ machinesFile: routed, deep: false })).routes.some((x) => x.check === 'IPv6 on br0'),
+        { timeout: 15_000, interval: 500 }).toBe(false)
     } finally {
       rooter.kill('SIGTERM')
       await new Promise((res) => rooter.once('exit', res))

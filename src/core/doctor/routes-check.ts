@@ -4,12 +4,38 @@
 import { execFile } from 'node:child_process'
 import type { Finding } from '../machinery/driver'
 import type { RoutingSettings } from '../network/routing-config'
+import type { RooterAbilities } from '../../rooter/protocol'
 import { rooter } from '../network/rooter-client'
+import { ROOTER_VERSION } from '../../rooter/protocol'
 
 function runs(file: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(file, args, { timeout: 20_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout)))
   })
+}
+
+/** The base policy: which networks and interfaces are denied by default, and IPv6 where a guest network carries it. */
+function containment(a: RooterAbilities): Finding[] {
+  const nets = a.guestNetworks.join(', ')
+  if (a.guestInterfaces.length === 0) {
+    return [{
+      check: 'containment', ok: false,
+      detail: `no interface of this host is on the guest networks (${nets}): no guest can reach the result server`,
+      fix: 'start the machines\' network (e.g. virsh net-start default), or run the rooter with the guests\' network as --guest-network'
+    }]
+  }
+  const out: Finding[] = [{
+    check: 'containment', ok: true,
+    detail: `everything from ${nets} (on ${a.guestInterfaces.map((i) => i.name).join(', ')}) is denied but what a running task's route allows, IPv6 included`
+  }]
+  for (const i of a.guestInterfaces.filter((x) => x.ipv6)) {
+    out.push({
+      check: `IPv6 on ${i.name}`, ok: false,
+      detail: `${i.name} carries a guest network and has IPv6: the rooter drops all of it, but a guest network should have none`,
+      fix: `sudo sysctl -w net.ipv6.conf.${i.name}.disable_ipv6=1 (and the same line in /etc/sysctl.d/; on a libvirt network, remove its <ip family='ipv6'> element)`
+    })
+  }
+  return out
 }
 
 export async function checkRoutes(routing: RoutingSettings | null): Promise<Finding[]> {
@@ -28,6 +54,14 @@ export async function checkRoutes(routing: RoutingSettings | null): Promise<Find
   } catch (err) {
     return [{ check: 'rooter', ok: false, detail: (err as Error).message, fix: 'sudo aviary rooter install --guest-network <the guests\' network> --user $USER (docs/network.md)' }]
   }
+  if (abilities.version !== ROOTER_VERSION) {
+    return [...out, {
+      check: 'rooter version', ok: false,
+      detail: `the rooter speaks version ${abilities.version} of its vocabulary; this service needs ${ROOTER_VERSION}: tasks cannot get routes`,
+      fix: 'restart the rooter from this install: sudo systemctl restart aviary-rooter (or sudo aviary rooter install … again)'
+    }]
+  }
+  out.push(...containment(abilities))
   for (const r of routing.routes) {
     const check = `route ${r.name}`
     // One case per kind of route: a kind added to the rooter's vocabulary without its check does not compile.

@@ -1,8 +1,18 @@
 // The service's side of the rooter's socket (src/rooter/protocol.ts): one request, one answer
 // line, on a connection of its own, within a deadline. A rooter that is not there, or refuses,
 // is an Error whose message says what to do; never a hang.
+import { createHash } from 'node:crypto'
 import { connect } from 'node:net'
 import type { DropCounts, EnableRequest, RooterAbilities, RooterAnswer, RooterRequest } from '../../rooter/protocol'
+
+/**
+ * This service's owner id at the rooter: the same for every start on one data folder (so a
+ * service restarted after a crash clears what it left itself), different for another data folder
+ * (a second service, or the desktop app beside a headless one, never clears this one's grants).
+ */
+export function rooterOwner(dataRoot: string): string {
+  return createHash('sha256').update(`aviary-rooter-owner\0${dataRoot}`).digest('hex').slice(0, 32)
+}
 
 const DEADLINE_MS = 30_000
 const MAX_ANSWER = 64 * 1024
@@ -64,10 +74,17 @@ export const rooter = {
   async enable(socket: string, req: Omit<EnableRequest, 'op'>): Promise<void> {
     await must(socket, { op: 'enable', ...req })
   },
-  async disable(socket: string, guest: string): Promise<DropCounts> {
-    return (await must(socket, { op: 'disable', guest })).dropped ?? { packets: 0, bytes: 0 }
+  async disable(socket: string, owner: string, guest: string): Promise<DropCounts> {
+    return (await must(socket, { op: 'disable', owner, guest })).dropped ?? { packets: 0, bytes: 0 }
   },
-  async flush(socket: string): Promise<void> {
-    await must(socket, { op: 'flush' })
+  /** Whether the rooter still routes this guest for this owner (asking renews the grant). */
+  async status(socket: string, owner: string, guest: string, timeoutMs = 10_000): Promise<boolean> {
+    const a = await askRooter(socket, { op: 'status', owner, guest }, timeoutMs)
+    if (!a.ok) throw new RooterError(`the rooter refused (status): ${a.error}`)
+    return a.routed === true
+  },
+  /** Removes this owner's grants (what its crashed runs left); says how many. */
+  async flush(socket: string, owner: string): Promise<number> {
+    return (await must(socket, { op: 'flush', owner })).cleared ?? 0
   }
 }

@@ -19,6 +19,7 @@ import { analyzerTagsRun } from '../guest/analyzer-zip'
 import { AgentError } from '../guest/agent-http'
 import { GuestPhase, type Ending } from './guest-phase'
 import { TaskNetwork } from '../network/task-network'
+import { rooterOwner } from '../network/rooter-client'
 import { AGENT_PORT } from '../../guest-protocol/agent-api'
 import { startCapture, type Capture } from '../capture/tcpdump'
 import { startScreenshots } from '../capture/screenshots'
@@ -41,6 +42,11 @@ export class AnalysisRun {
   private phase: GuestPhase | null = null
   /** The run's route (and proxy), on before the machine starts. */
   private net: TaskNetwork | null = null
+  /** Set when the route was lost mid-run: the run stops at once and fails with this reason. */
+  private routeLost: string | null = null
+  private readonly lostRoute = new AbortController()
+  /** The service stopping, or the route lost: what every wait of the run gives up on. */
+  private readonly runSignal: AbortSignal
   private readonly dm: DriverMachine
   private driver!: MachineDriver
 
@@ -50,6 +56,7 @@ export class AnalysisRun {
     private readonly machine: MachineRow,
     private readonly signal: AbortSignal
   ) {
+    this.runSignal = AbortSignal.any([signal, this.lostRoute.signal])
     this.dm = {
       name: machine.name, label: machine.label, ip: machine.ip, snapshot: machine.snapshot, platform: machine.platform,
       interface: machine.interface, options: JSON.parse(machine.options) as string[]
@@ -78,6 +85,7 @@ export class AnalysisRun {
     } catch (err) {
       ending = this.signal.aborted ? { kind: 'interrupted' } : { kind: 'failed', reason: failure(err) }
     }
+    if (this.routeLost !== null && !this.signal.aborted) ending = { kind: 'failed', reason: this.routeLost }
     await this.teardown()
     this.finish(ending)
     await this.log.close()
@@ -92,7 +100,7 @@ export class AnalysisRun {
     })
     const analyzer = this.analyzerFolder()
     const phase = new GuestPhase({
-      ip: m.ip, log: this.log, signal: this.signal, stage: (st, msg) => this.stage(st, msg), note: (msg) => this.note(msg),
+      ip: m.ip, log: this.log, signal: this.runSignal, stage: (st, msg) => this.stage(st, msg), note: (msg) => this.note(msg),
       errors: this.errors, guestStatus: (st) => this.d.guests.setStatus(this.guestId!, st),
       timelineError: (msg) => this.d.timeline.add(this.id, 'error', msg)
     })
@@ -117,7 +125,7 @@ export class AnalysisRun {
     this.stage('reverting', caps.revert ? `snapshot ${m.snapshot ?? '(current)'}`
       : caps.power ? `${m.driver} machine: no snapshot, starting it` : `${m.driver} machine: waiting for its agent`)
     this.vmStarted = true // from here on the VM may run: teardown stops it whatever happens
-    await this.driver.start(this.dm, this.signal)
+    await this.driver.start(this.dm, this.runSignal)
     this.d.machines.setStatus(m.id, 'running')
     this.stage('started', null)
     if (this.captureLater) {
@@ -135,7 +143,7 @@ export class AnalysisRun {
 
     const timeout = this.task.timeout || s.timeouts.default
     if (this.dm.options.includes('noagent')) {
-      await sleep(timeout * 1000, undefined, { signal: this.signal })
+      await sleep(timeout * 1000, undefined, { signal: this.runSignal })
       this.stage('finished', 'noagent machine: ran for the timeout')
       return { kind: 'completed' }
     }
@@ -154,7 +162,12 @@ export class AnalysisRun {
     const m = this.machine
     this.net = new TaskNetwork({
       routing, options: this.task.options, guest: m.ip, resultserver: { ip: m.resultserver_ip, port: rsPort },
-      mitmConf: this.d.layout.mitmConf, analysisDir: this.d.layout.analysis(this.id), log: (msg) => this.log.info(msg)
+      mitmConf: this.d.layout.mitmConf, analysisDir: this.d.layout.analysis(this.id), log: (msg) => this.log.info(msg),
+      owner: rooterOwner(this.d.layout.root),
+      onLost: (reason) => {
+        this.routeLost = reason
+        this.lostRoute.abort()
+      }
     })
     this.d.tasks.setRoute(this.id, this.net.route)
     await this.net.start()
