@@ -10,6 +10,11 @@
 //   vpn       the far end of a VPN (vpn0, 192.0.2.1/24 on the host, routing table 100 of the host
 //             holding its default route): it also answers as 198.51.100.7, so a guest on the VPN
 //             route reaches "the internet" there, and the lab tells the two paths apart
+//   ipv6      (option) fd11:211:L::1/64 on the bridge and fd11:211:L::(10+i)/64 on each guest, as a
+//             hand-made bridge or a host-only network with IPv6 has; link-local addresses exist
+//             on every lab link either way
+//   listener  (hostListener()) TCP 7000 and UDP 7001 on every host address, v4 and v6: the analyst
+//             host's own services, logged (seen('host'))
 //   guests    on the bridge (10.211.L.10+i), resolving through the upstream's DNS, each with a
 //             private /tmp and a private copy of the system's trust store (/etc/ssl,
 //             /usr/local/share/ca-certificates), so the analyzer's CA changes stay inside
@@ -46,11 +51,16 @@ export interface RoutedLab {
   vpnNatIp: string
   lanIp: string
   guests: LabGuest[]
-  /** What the upstream, LAN and VPN servers saw (JSON lines). */
-  seen(which: 'upstream' | 'lan' | 'vpn'): { proto: string; port: number; client: string; path?: string; name?: string; host?: string }[]
+  /** What the upstream, LAN, VPN servers and the host's listener saw (JSON lines). */
+  seen(which: 'upstream' | 'lan' | 'vpn' | 'host'): { proto: string; port: number; client: string; path?: string; name?: string; host?: string; local?: string }[]
+  /** Starts the host's listener (TCP 7000, UDP 7001 on every address of the host namespace). */
+  hostListener(): Promise<void>
+  /** The host's IPv6 link-local address on the bridge. */
+  bridgeLinkLocal(): Promise<string>
   /** Runs a command in the host namespace (as root). */
   inHost(cmd: string[]): Promise<string>
-  startRooter(): Promise<ChildProcess>
+  /** Starts the rooter; `onOutput` gets everything it writes, from its first line. */
+  startRooter(onOutput?: (text: string) => void): Promise<ChildProcess>
   /** `aviary serve` in the host namespace as nobody; `dataDir` must be nobody's. */
   serve(dataDir: string): Promise<{ proc: ChildProcess; url: string }>
   /** A data directory nobody owns, with this machines.json. */
@@ -62,7 +72,7 @@ export interface RoutedLab {
 
 const PROJECT = path.resolve('.')
 
-export async function createRoutedLab(o: { index: number; guests: number }): Promise<RoutedLab> {
+export async function createRoutedLab(o: { index: number; guests: number; ipv6?: boolean }): Promise<RoutedLab> {
   const L = o.index
   if (!Number.isInteger(L) || L < 1 || L > 9) throw new Error('routed lab index must be 1..9')
   const host = `avrl${L}h`
@@ -120,6 +130,7 @@ export async function createRoutedLab(o: { index: number; guests: number }): Pro
     await ip('-n', host, 'link', 'add', 'br0', 'type', 'bridge')
     await ip('-n', host, 'addr', 'add', `${net}.1/24`, 'dev', 'br0')
     await ip('-n', host, 'link', 'set', 'br0', 'up')
+    if (o.ipv6 === true) await ip('-n', host, '-6', 'addr', 'add', `fd11:211:${L}::1/64`, 'dev', 'br0', 'nodad')
     // the internet
     await ip('-n', host, 'link', 'add', 'up0', 'type', 'veth', 'peer', 'name', 'up1', 'netns', upstream)
     await ip('-n', host, 'addr', 'add', '203.0.113.1/24', 'dev', 'up0')
@@ -177,6 +188,7 @@ export async function createRoutedLab(o: { index: number; guests: number }): Pro
       await ip('-n', ns, 'addr', 'add', `${gip}/24`, 'dev', 'eth0')
       await ip('-n', ns, 'link', 'set', 'eth0', 'up')
       await ip('-n', ns, 'route', 'add', 'default', 'via', `${net}.1`)
+      if (o.ipv6 === true) await ip('-n', ns, '-6', 'addr', 'add', `fd11:211:${L}::${10 + i}/64`, 'dev', 'eth0', 'nodad')
       mkdirSync(path.join('/etc/netns', ns), { recursive: true })
       writeFileSync(path.join('/etc/netns', ns, 'resolv.conf'), 'nameserver 198.51.100.7\noptions timeout:1 attempts:1\n')
       const gdir = path.join(dir, `guest${i}`)
@@ -213,9 +225,20 @@ export async function createRoutedLab(o: { index: number; guests: number }): Pro
         return existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []
       },
       inHost: async (cmd) => (await run('ip', ['netns', 'exec', host, ...cmd])).stdout,
-      startRooter: async () => {
+      hostListener: async () => {
+        const c = bg(host, [process.execPath, path.resolve('test/guests/host-listener.mjs'), '--log', path.join(dir, 'host.log'), '--port', '7000'])
+        await ready(c, 'ready', 'the host listener')
+      },
+      bridgeLinkLocal: async () => {
+        const links = JSON.parse((await run('ip', ['-n', host, '-j', '-6', 'addr', 'show', 'dev', 'br0', 'scope', 'link'])).stdout) as { addr_info?: { family?: string; local?: string }[] }[]
+        const a = links.flatMap((l) => l.addr_info ?? []).find((x) => x.family === 'inet6')?.local
+        if (a === undefined) throw new Error('the bridge has no IPv6 link-local address')
+        return a
+      },
+      startRooter: async (onOutput) => {
         const c = bg(host, [process.execPath, path.join(PROJECT, 'bin/aviary.js'), 'rooter', '--guest-network', `${net}.0/24`, '--interface', 'up0',
           '--vpn', 'vpn0:100', '--inetsim', `${net}.1`, '--socket', path.join(dir, 'rooter.sock'), '--group', 'nogroup'])
+        if (onOutput) c.stderr?.on('data', (b: Buffer) => onOutput(b.toString()))
         await ready(c, 'listening on', 'the rooter')
         return c
       },
