@@ -12,6 +12,8 @@
 #   busybox-static cpio  build the small Linux test guest's initramfs
 #   tshark         the oracle the pcap-processing tests compare every decoded field with
 #   yara           YARA rules over samples, dropped files and memory dumps (or YARA-X, see docs)
+#   python3-jsonschema  the second, independent validator of docs/report.schema.json (the one
+#                  Python consumers call: jsonschema.validate(report, schema))
 #   liblnk-utils   lnkinfo, the oracle the Windows shortcut (static.lnk) tests compare fields with
 #   postgresql     the dispatcher's shared database; its tests start a throwaway cluster
 #   nginx-light    checks the reverse-proxy configuration `aviary dist --nginx` prints
@@ -27,7 +29,7 @@
 set -euo pipefail
 PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
   libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
-  tshark yara liblnk-utils chromium fonts-dejavu-core postgresql nginx-light
+  tshark yara python3-jsonschema liblnk-utils chromium fonts-dejavu-core postgresql nginx-light
   nftables inetsim mitmproxy iputils-ping libcap2-bin openssl
   wine wine64 gcc-mingw-w64-x86-64)
 

@@ -2,10 +2,12 @@
 // docs/report.schema.json, agrees with the shared section table, and real reports fit it and give
 // Cuckoo's consumers every field they read. `npm run report-schema` rewrites the published file.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { FULL_TABS, REPORT_SECTIONS, REPORT_TABS, summaryDrops } from '../../shared/report-sections'
+import Ajv from 'ajv'
 import { ReportSchema } from './report-schema'
 import { processAnalysis } from './pipeline'
 import { schemaProblems } from '../../../test/report-contract'
@@ -15,7 +17,32 @@ import { createFileTypeDetector } from '../hashing/magic'
 const detectFileType = createFileTypeDetector()
 
 const PUBLISHED = path.join(__dirname, '../../../docs/report.schema.json')
-const published = (): string => `${JSON.stringify(ReportSchema, null, 2)}\n`
+/**
+ * The published file declares its dialect: TypeBox writes tuples in Draft 7's form (`items` as an
+ * array, `additionalItems`), which a validator assuming 2020-12 (Python's jsonschema, by default)
+ * rejects as an invalid schema before it checks anything.
+ */
+const SCHEMA_DIALECT = 'http://json-schema.org/draft-07/schema#'
+const published = (): string => `${JSON.stringify({ $schema: SCHEMA_DIALECT, ...ReportSchema }, null, 2)}\n`
+
+/** Python's jsonschema (Debian's python3-jsonschema), as a consumer calls it: validate(report, schema). */
+function pythonProblems(report: unknown): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'aviary-pyschema-'))
+  try {
+    writeFileSync(path.join(dir, 'report.json'), JSON.stringify(report))
+    const script = [
+      'import json, sys, jsonschema',
+      'schema = json.load(open(sys.argv[1])); report = json.load(open(sys.argv[2]))',
+      'assert jsonschema.validators.validator_for(schema) is jsonschema.Draft7Validator, "dialect"',
+      'errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(report), key=lambda e: list(e.absolute_path))',
+      'jsonschema.validate(report, schema) if not errors else None',
+      'print("\\n".join("/" + "/".join(map(str, e.absolute_path)) + " " + e.message for e in errors[:20]))'
+    ].join('\n')
+    return execFileSync('/usr/bin/python3', ['-c', script, PUBLISHED, path.join(dir, 'report.json')], { encoding: 'utf8' }).trim()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
 
 describe('the report schema', () => {
   it('is the one published in docs/report.schema.json (npm run report-schema writes it)', () => {
@@ -79,6 +106,7 @@ describe('reports of real inputs fit the schema and give consumers their fields'
       'analysis.log': '2026-11-26 10:00:00,000 [aviary.engine] INFO: started\n'
     })
     expect(schemaProblems(r)).toEqual([])
+    expect(pythonProblems(r)).toBe('')
     expect(Object.keys(r)).toEqual(REPORT_SECTIONS.map((s) => s.key).filter((k) => k !== 'memory'))
     const elf = (r.static as { elf: { symbol_tables: unknown[]; relocations: unknown[]; notes: unknown[] } }).elf
     expect(elf.symbol_tables.length).toBeGreaterThan(0)
@@ -94,6 +122,7 @@ describe('reports of real inputs fit the schema and give consumers their fields'
     const r = await report('url', { id: 2, category: 'url', url: 'http://evil.example/a', target: 'http://evil.example/a', package: null, platform: null,
       options: null, route: null, added_on: '2026-11-26 09:59:00', started_on: null, completed_on: null, duration: -1, guest: {}, errors: ['no machine'] }, null, {})
     expect(schemaProblems(r)).toEqual([])
+    expect(pythonProblems(r)).toBe('')
     expect(r.target).toEqual({ category: 'url', url: 'http://evil.example/a' })
     expect((r.debug as { errors: string[] }).errors).toEqual(['no machine'])
     expect(missingConsumerFields(r, 'url', ['Cortex', 'FAME', 'CuckooWeb'])).toEqual([])
@@ -112,5 +141,17 @@ describe('reports of real inputs fit the schema and give consumers their fields'
     expect(problems).toMatch(/\/info must NOT have additional properties: scor/)
     expect(problems).toMatch(/\/network\/hosts must be array/)
     expect(problems).toMatch(/\/signatures\/0\/ttp\/T1105 must be object/)
+    // The same drift, seen by an independent validator reading the published file.
+    const py = pythonProblems(bad)
+    expect(py).toMatch(/^\/info 'score' is a required property/m)
+    expect(py).toMatch(/^\/network\/hosts 'x' is not of type 'array'/m)
+    expect(py).toMatch(/^\/signatures\/0\/ttp\/T1105 'Ingress Tool Transfer' is not of type 'object'/m)
+  })
+
+  it('the published file is a valid Draft 7 schema to ajv and to Python\'s jsonschema', () => {
+    const schema = JSON.parse(readFileSync(PUBLISHED, 'utf8')) as Record<string, unknown>
+    expect(schema.$schema).toBe(SCHEMA_DIALECT)
+    expect(() => new Ajv({ strict: true }).compile(schema)).not.toThrow()
+    execFileSync('/usr/bin/python3', ['-c', 'import json, sys, jsonschema; jsonschema.Draft7Validator.check_schema(json.load(open(sys.argv[1])))', PUBLISHED])
   })
 })
