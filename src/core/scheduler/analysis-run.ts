@@ -19,6 +19,7 @@ import { analyzerTagsRun } from '../guest/analyzer-zip'
 import { AgentError } from '../guest/agent-http'
 import { GuestPhase, type Ending } from './guest-phase'
 import { TaskNetwork } from '../network/task-network'
+import { chooseRoute, unroutedNote } from '../network/task-route'
 import { AGENT_PORT } from '../../guest-protocol/agent-api'
 import { startCapture, type Capture } from '../capture/tcpdump'
 import { startScreenshots } from '../capture/screenshots'
@@ -145,17 +146,25 @@ export class AnalysisRun {
 
   /**
    * Cuckoo's route_network: the task's route on, through the rooter, before the machine starts,
-   * and the route shown on the task. No `routing` in machines.json: nothing is routed.
+   * and the route that runs shown on the task. Decided now, from machines.json as it is now: a
+   * route not offered (any more) runs on none, with the reason in errors and on the timeline. No
+   * `routing` in machines.json: nothing is routed, and what cannot be honoured so fails the run.
    */
   private async routeNetwork(rsPort: number): Promise<void> {
     const routing = this.d.settings().routing
-    if (routing === null) return
+    if (routing === null) {
+      chooseRoute(this.task.options, null) // throws for what an unrouted run cannot honour
+      const unrouted = unroutedNote(this.task.options)
+      if (unrouted !== null) this.note(unrouted)
+      return
+    }
     await this.d.routesReady
     const m = this.machine
     this.net = new TaskNetwork({
       routing, options: this.task.options, guest: m.ip, resultserver: { ip: m.resultserver_ip, port: rsPort },
       mitmConf: this.d.layout.mitmConf, analysisDir: this.d.layout.analysis(this.id), log: (msg) => this.log.info(msg)
     })
+    for (const why of [this.net.choice.fallback, this.net.choice.mitmDropped]) if (why !== null) this.note(why)
     this.d.tasks.setRoute(this.id, this.net.route)
     await this.net.start()
   }
