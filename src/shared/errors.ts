@@ -8,7 +8,7 @@ export const ErrorCodes = {
   METHOD_NOT_ALLOWED: 'AVIARY_METHOD_NOT_ALLOWED',
   TASK_NOT_FOUND: 'AVIARY_TASK_NOT_FOUND',
   TASK_RUNNING: 'AVIARY_TASK_RUNNING',
-  /** The task's status does not allow what was asked (a reschedule of a running or recovered task). */
+  /** The task's status does not allow what was asked (a reschedule of a running task). */
   TASK_STATE: 'AVIARY_TASK_STATE',
   SAMPLE_EXISTS: 'AVIARY_SAMPLE_EXISTS',
   FILE_NOT_FOUND: 'AVIARY_FILE_NOT_FOUND',

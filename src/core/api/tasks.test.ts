@@ -128,27 +128,45 @@ describe('task management', () => {
     expect((await h.json(`/tasks/reschedule/${id}/7`)).status).toBe(400)
   })
 
-  it('refuses to reschedule a task rescheduled already, or running, saying why (409), and queues nothing', async () => {
-    const id = await createUrl('http://example.com/twice')
-    const first = await h.json<{ task_id: number }>(`/tasks/reschedule/${id}`)
-    expect(first.status).toBe(200)
+  it('reschedules a task any number of times, each call a new copy (Cuckoo 2.0.7); refuses a running one (409) and queues nothing', async () => {
+    const id = await createUrl('http://example.com/twice', { priority: '1', options: 'free=yes' })
     const total = async () => (await list('/tasks/list')).length
     const before = await total()
-    expect(await h.json(`/tasks/reschedule/${id}`)).toMatchObject({
-      status: 409,
-      body: {
-        message: `id: task ${id} cannot be rescheduled: it was rescheduled already (status recovered); reschedule its copy instead ` +
-          '(a task cannot go from recovered to recovered)',
-        code: 'AVIARY_TASK_STATE'
-      }
-    })
+    const copies: number[] = []
+    for (const p of [`/tasks/reschedule/${id}`, `/tasks/reschedule/${id}/2`, `/v1/tasks/reschedule/${id}/0`]) {
+      const r = await h.json<{ status: string; task_id: number }>(p)
+      expect(r, p).toMatchObject({ status: 200, body: { status: 'OK', task_id: expect.any(Number) } })
+      copies.push(r.body.task_id)
+    }
+    expect(new Set(copies).size).toBe(3)
+    expect(await total()).toBe(before + 3)
+    expect((await h.json<{ task: T }>(`/tasks/view/${id}`)).body.task.status).toBe('recovered')
+    const views = await Promise.all(copies.map(async (c) => (await h.json<{ task: T }>(`/tasks/view/${c}`)).body.task))
+    // priority 0 keeps the old one, as in Cuckoo
+    expect(views.map((t) => [t.status, t.priority, t.options, t.target])).toEqual([
+      ['pending', 1, 'free=yes', 'http://example.com/twice'], ['pending', 2, 'free=yes', 'http://example.com/twice'], ['pending', 1, 'free=yes', 'http://example.com/twice']
+    ])
+    const running = await total()
     expect(await h.json(`/v1/tasks/reschedule/${ids[1]}/2`)).toMatchObject({
-      status: 409, body: { message: expect.stringMatching(/^id: task \d+ cannot be rescheduled: its analysis is running; /) }
+      status: 409,
+      body: { message: expect.stringMatching(/^id: task \d+ cannot be rescheduled: its analysis is running; .*\(a task cannot go from running to recovered\)$/), code: 'AVIARY_TASK_STATE' }
     })
     expect((await h.json<{ task: T }>(`/tasks/view/${ids[1]}`)).body.task.status).toBe('running')
-    expect(await total()).toBe(before)
-    // the copy is the task to reschedule
-    expect((await h.json(`/tasks/reschedule/${first.body.task_id}`)).status).toBe(200)
+    expect(await total()).toBe(running)
+  })
+
+  it('a copy keeps a clock that was asked for, and takes its own submission time otherwise', async () => {
+    const asked = await createUrl('http://example.com/clock', { clock: '01-31-2026 13:45:00' })
+    const plain = await createUrl('http://example.com/noclock')
+    h.sql("UPDATE tasks SET added_on = '2026-01-01 08:00:00', clock = '2026-01-01 08:00:00' WHERE id = ?", plain)
+    const copyOf = async (id: number) => {
+      const r = await h.json<{ task_id: number }>(`/tasks/reschedule/${id}`)
+      return (await h.json<{ task: T }>(`/tasks/view/${r.body.task_id}`)).body.task
+    }
+    expect((await copyOf(asked)).clock).toBe('2026-01-31 13:45:00')
+    const copy = await copyOf(plain)
+    expect(copy.clock).toBe(copy.added_on)
+    expect(copy.clock).not.toBe('2026-01-01 08:00:00')
   })
 
   it('reboots a file task; refuses URL tasks and missing files', async () => {

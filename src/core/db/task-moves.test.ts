@@ -136,7 +136,7 @@ describe('every real writer of a status goes through TaskMoves', () => {
     expect(statusOf(last)).toBe('failed_analysis')
   })
 
-  it('reschedule (→ recovered) and rereport (reported → completed), refusing what the table refuses', () => {
+  it('reschedule (→ recovered, again and again) and rereport (reported → completed), refusing what the table refuses', () => {
     const done = taskIn('reported')
     expect(tasks.rereport(done)).toBe(true)
     expect(statusOf(done)).toBe('completed')
@@ -144,13 +144,16 @@ describe('every real writer of a status goes through TaskMoves', () => {
     const copy = tasks.reschedule(done, newTask())!
     expect(statusOf(done)).toBe('recovered')
     expect(statusOf(copy)).toBe('pending')
-    for (const from of ['recovered', 'running'] as const) {
-      const id = from === 'recovered' ? done : taskIn('running')
-      const count = tasks.counts().total
-      expect(() => tasks.reschedule(id, newTask())).toThrow(IllegalTransition)
-      expect(tasks.counts().total).toBe(count) // no copy either: one transaction
-      expect(statusOf(id)).toBe(from)
-    }
+    // rescheduled already: one more copy, and the task stays recovered
+    const again = tasks.reschedule(done, newTask())!
+    expect(again).not.toBe(copy)
+    expect(statusOf(again)).toBe('pending')
+    expect(statusOf(done)).toBe('recovered')
+    const running = taskIn('running')
+    const count = tasks.counts().total
+    expect(() => tasks.reschedule(running, newTask())).toThrow(IllegalTransition)
+    expect(tasks.counts().total).toBe(count) // no copy either: one transaction
+    expect(statusOf(running)).toBe('running')
     expect(tasks.reschedule(999_999, newTask())).toBeUndefined()
   })
 

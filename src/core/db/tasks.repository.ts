@@ -174,15 +174,16 @@ export class TasksRepository {
   }
 
   /**
-   * Reschedule: the old task becomes `recovered` and a pending copy takes its place, at once.
-   * Undefined when there is no such task; IllegalTransition (nothing written) when its status
-   * cannot become `recovered` (it is running, or was rescheduled already).
+   * Reschedule: the old task becomes `recovered` and a pending copy is queued, at once. A task
+   * rescheduled already stays `recovered` and gets one more copy, as each reschedule makes one in
+   * Cuckoo 2.0.7. Undefined when there is no such task; IllegalTransition (nothing written) when
+   * its status cannot become `recovered` (it is running).
    */
   reschedule(id: number, copy: NewTask): number | undefined {
     return this.db.transaction(() => {
       const from = this.moves.status(id)
       if (from === undefined) return undefined
-      if (!this.moves.move(id, from, 'recovered')) return undefined
+      if (from !== 'recovered' && !this.moves.move(id, from, 'recovered')) return undefined
       return this.insert(copy)
     })()
   }

@@ -35,7 +35,7 @@ export class TaskNetwork {
   private lost = false
   readonly choice: TaskRoute
 
-  /** Throws RouteChoiceError when the task's route is not offered (any more). */
+  /** A route not offered (any more) falls back to none (choice.fallback says why); RouteChoiceError only for what cannot be honoured. */
   constructor(private readonly o: TaskNetworkOptions) {
     this.choice = chooseRoute(o.options, o.routing)!
   }

@@ -20,6 +20,7 @@ import { AgentError } from '../guest/agent-http'
 import { GuestPhase, type Ending } from './guest-phase'
 import { TaskNetwork } from '../network/task-network'
 import { rooterOwner } from '../network/rooter-client'
+import { chooseRoute, unroutedNote } from '../network/task-route'
 import { AGENT_PORT } from '../../guest-protocol/agent-api'
 import { startCapture, type Capture } from '../capture/tcpdump'
 import { startScreenshots } from '../capture/screenshots'
@@ -153,11 +154,18 @@ export class AnalysisRun {
 
   /**
    * Cuckoo's route_network: the task's route on, through the rooter, before the machine starts,
-   * and the route shown on the task. No `routing` in machines.json: nothing is routed.
+   * and the route that runs shown on the task. Decided now, from machines.json as it is now: a
+   * route not offered (any more) runs on none, with the reason in errors and on the timeline. No
+   * `routing` in machines.json: nothing is routed, and what cannot be honoured so fails the run.
    */
   private async routeNetwork(rsPort: number): Promise<void> {
     const routing = this.d.settings().routing
-    if (routing === null) return
+    if (routing === null) {
+      chooseRoute(this.task.options, null) // throws for what an unrouted run cannot honour
+      const unrouted = unroutedNote(this.task.options)
+      if (unrouted !== null) this.note(unrouted)
+      return
+    }
     await this.d.routesReady
     const m = this.machine
     this.net = new TaskNetwork({
@@ -169,6 +177,7 @@ export class AnalysisRun {
         this.lostRoute.abort()
       }
     })
+    for (const why of [this.net.choice.fallback, this.net.choice.mitmDropped]) if (why !== null) this.note(why)
     this.d.tasks.setRoute(this.id, this.net.route)
     await this.net.start()
   }

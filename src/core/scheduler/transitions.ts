@@ -18,7 +18,7 @@ export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = 
   failed_analysis: ['recovered'],
   failed_processing: ['completed', 'recovered'],
   failed_reporting: ['completed', 'recovered'],
-  // rescheduled already: its copy is the task to reschedule
+  // rescheduled already: rescheduling it again queues one more copy and leaves it recovered (no move)
   recovered: []
 }
 

@@ -70,9 +70,10 @@ export class TasksService {
   }
 
   /**
-   * The old task becomes `recovered`; a pending copy is queued. Returns the new id. Refused (409)
-   * when the task's status cannot become `recovered` (transition table): a running task, whose run
-   * still writes into its folder, or a task rescheduled already.
+   * The old task becomes `recovered`; a pending copy is queued. Returns the new id. Each call makes
+   * a copy, a task rescheduled already included (Cuckoo 2.0.7 does; Rapid7's plugin reschedules the
+   * same task twice). Refused (409) when the task's status cannot become `recovered` (transition
+   * table): a running task, whose run still writes into its folder.
    */
   reschedule(id: number, priority: number | undefined): number {
     const row = this.tasks.get(id)
@@ -130,10 +131,15 @@ export class TasksService {
 
 /** Why a status cannot be rescheduled, in the client's terms. */
 const RESCHEDULE_REFUSED: Partial<Record<TaskStatus, string>> = {
-  running: 'its analysis is running; reschedule it when the analysis has ended',
-  recovered: 'it was rescheduled already (status recovered); reschedule its copy instead'
+  running: 'its analysis is running; reschedule it when the analysis has ended'
 }
 
+/**
+ * What a reschedule copies: Cuckoo 2.0.7's list (target, timeout, package, options, priority,
+ * custom, owner, machine, platform, tags, memory, enforce_timeout, clock), plus the category and
+ * sample. The clock only when it was asked for: a task's clock is its submission time otherwise,
+ * and a copy would set the guest's clock back to it (the run sets now for a clock not asked).
+ */
 function copyOf(r: TaskRow): NewTask {
   return {
     category: r.category as NewTask['category'],
@@ -150,7 +156,7 @@ function copyOf(r: TaskRow): NewTask {
     owner: r.owner,
     memory: r.memory === 1,
     enforce_timeout: r.enforce_timeout === 1,
-    clock: r.clock,
+    clock: r.clock === r.added_on ? null : r.clock,
     submit_id: null,
     errors: []
   }

@@ -56,7 +56,7 @@ export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
   for (const url of [...withV1('/tasks/reschedule/:id'), ...withV1('/tasks/reschedule/:id/:priority')]) {
     app.get(url, {
       schema: {
-        tags, summary: 'Queue a copy of a task; the old one becomes recovered (refused while it runs, or once recovered)',
+        tags, summary: 'Queue a copy of a task; the old one becomes recovered (each call makes a copy; refused while it runs)',
         params: RescheduleParams,
         response: { 200: TaskRescheduled, ...e404, 409: ErrorBody }
       }

@@ -25,9 +25,7 @@ export function actionBlocked(a: Action, task: { status?: string; category?: str
     case 'delete':
       return status === 'running' ? 'The analysis is running: a task can be deleted once its analysis has ended.' : null
     case 'reschedule':
-      if (status === 'running') return 'The analysis is running: reschedule it once it has ended.'
-      if (status === 'recovered') return 'It was rescheduled already: reschedule its copy instead.'
-      return null
+      return status === 'running' ? 'The analysis is running: reschedule it once it has ended.' : null
     case 'reboot':
       if (task.category === 'url') return 'A reboot analysis runs the same file again after the guest restarts: a URL task has no file.'
       return HAS_RUN.has(status) ? null : `A reboot analysis follows a run of this task, and this one is ${state}: nothing has run yet.`
