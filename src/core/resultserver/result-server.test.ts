@@ -268,6 +268,40 @@ describe('caps and timeouts', () => {
     await expect(stat(path.join(dir, 'files/late'))).rejects.toThrow(/ENOENT/)
   })
 
+  it('never stores more than taskMaxSize, all channels together: log lines as stored, files.json, small files, BSON', async () => {
+    const CAP = 50_000
+    rs = new ResultServer({ limits: { uploadMaxSize: 1 << 20, taskMaxSize: CAP }, log: rec.log, headerTimeoutMs: 400, idleTimeoutMs: 400 })
+    port = await rs.listen('127.0.0.1', 0)
+    // analysis.log stores a guest's line behind a prefix of the host's: that is what it costs.
+    const PREFIX = '2026-11-28 10:00:00,000 [guest] INFO: '
+    rs.addTask(G, { ...rec.task(1, dir), logLineBytes: (line) => Buffer.byteLength(PREFIX + line) + 1 })
+    const log = await connectFrom(port, G)
+    const logClosed = closed(log)
+    log.write('LOG\n')
+    for (let i = 0; i < 400; i++) log.write(`line ${i} ${'x'.repeat(40)}\n`)
+    const bson = await connectFrom(port, G)
+    const bsonClosed = closed(bson)
+    bson.write('BSON 9\n')
+    bson.write(Buffer.alloc(5_000, 3))
+    for (let i = 0; i < 200; i++) {
+      await send(port, G, `FILE 2\nfiles/small-${i}.bin\n/tmp/a-rather-long-guest-path-for-file-number-${i}.bin\n1 2 3\n`, Buffer.alloc(150, 4)).catch(() => undefined)
+    }
+    log.end()
+    bson.end()
+    await Promise.all([logClosed, bsonClosed])
+    await waitUntil('capped', () => rec.caps.length === 1)
+    let stored = rec.lines.reduce((n, l) => n + Buffer.byteLength(PREFIX + l) + 1, 0)
+    for (const f of await readdir(dir, { recursive: true })) {
+      const st = await stat(path.join(dir, String(f)))
+      if (st.isFile()) stored += st.size
+    }
+    expect(stored).toBeLessThanOrEqual(CAP)
+    expect(stored).toBeGreaterThan(CAP - 1000)
+    // No empty file without its files.json line, and no line without its file.
+    const index = (await readFile(path.join(dir, 'files.json'), 'utf8')).trim().split('\n').map((l) => (JSON.parse(l) as { path: string }).path)
+    expect(index.sort()).toEqual((await readdir(path.join(dir, 'files'))).map((f) => `files/${f}`).sort())
+  })
+
   it('closes a header that trickles too slowly and a body that goes idle, keeping what arrived', async () => {
     await start()
     const slow = await connectFrom(port, G)

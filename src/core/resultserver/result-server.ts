@@ -38,6 +38,8 @@ export interface TaskRegistration {
    */
   run?: string | null
   onLogLine?: (line: string) => void
+  /** What storing a log line costs in bytes (onLogLine may add a prefix); default its length and newline. */
+  logLineBytes?: (line: string) => number
   onUpload?: (u: UploadInfo) => void
   /** A connection was refused because of its run line; `why` says so in words. */
   onRefused?: (why: string) => void
@@ -276,7 +278,7 @@ export class ResultServer {
     t.logTaken = true
     const onLine = t.reg.onLogLine ?? ((): void => undefined)
     conn.phase = 'body'
-    await pump(conn.socket, new LogLineSink(onLine, t.budget, MAX_HEADER_LINE))
+    await pump(conn.socket, new LogLineSink(onLine, t.budget, MAX_HEADER_LINE, t.reg.logLineBytes))
   }
 
   private async serveBson(t: TaskState, conn: Conn, pid: string): Promise<void> {
@@ -303,14 +305,21 @@ export class ResultServer {
     const checked = sanitizeUploadPath(h.path)
     if (!checked.ok) throw new Refused(`banned upload path ${JSON.stringify(h.path.slice(0, 128))}: ${checked.reason}`)
     const { folder, name, rel } = checked.path
+    // The files.json line is paid for before the file is made: all or nothing, so a task at its
+    // cap gets neither a line nor an empty file.
+    const line = h.version === 2 ? JSON.stringify({ path: rel, filepath: h.guestPath, pids: h.pids }) : null
+    if (line !== null) {
+      const n = Buffer.byteLength(line) + 1
+      if (t.budget.take(n) < n) throw new Refused('the task is over its cap')
+    }
     const fh = await openInside(t.reg.dir, folder, name, 'create').catch((err: unknown) => {
       const why = (err as NodeJS.ErrnoException).code === 'EEXIST' ? 'it exists already (never overwritten)' : message(err)
       throw new Refused(`cannot create ${rel}: ${why}`)
     })
     const sink = new FileSink(fh, this.o.limits.uploadMaxSize, t.budget)
-    if (h.version === 2) {
+    if (line !== null) {
       try {
-        await this.appendFilesJson(t, JSON.stringify({ path: rel, filepath: h.guestPath, pids: h.pids }))
+        await this.appendFilesJson(t, line)
       } catch (err) {
         sink.destroy()
         await sink.fileClosed
@@ -335,12 +344,9 @@ export class ResultServer {
     }
   }
 
-  /** files.json lines of one task are appended one after the other, each before its body. */
+  /** files.json lines of one task (already paid for) are appended one after the other, each before its body. */
   private appendFilesJson(t: TaskState, line: string): Promise<void> {
-    const next = t.filesJson.then(() => {
-      t.budget.take(line.length + 1)
-      return appendLine(t.reg.dir, ARTIFACTS.filesJson, line)
-    })
+    const next = t.filesJson.then(() => appendLine(t.reg.dir, ARTIFACTS.filesJson, line))
     t.filesJson = next.catch(() => undefined)
     return next
   }

@@ -134,19 +134,30 @@ export class FileSink extends Writable {
 /**
  * Splits the LOG channel into lines for `onLine`: '\n'-terminated, a trailing '\r' dropped, each
  * cut at `maxLine` bytes (the rest of an over-long line is dropped up to its '\n'). A last line
- * without '\n' is delivered when the stream ends. Every byte received counts toward the budget.
+ * without '\n' is delivered when the stream ends. Every byte received counts toward the budget:
+ * a line as what storing it costs (`cost`: the bytes its consumer writes, which may add a prefix;
+ * a line the budget cannot take whole is not delivered), the dropped rest of an over-long line as
+ * it came. So what the task stores of its log never goes past the cap.
  */
 export class LogLineSink extends Writable {
   private parts: Buffer[] = []
   private partLen = 0
   private pending = false
 
-  constructor(private readonly onLine: (line: string) => void, private readonly budget: TaskBudget, private readonly maxLine: number) {
+  constructor(
+    private readonly onLine: (line: string) => void,
+    private readonly budget: TaskBudget,
+    private readonly maxLine: number,
+    private readonly cost: (line: string) => number = (line) => Buffer.byteLength(line) + 1
+  ) {
     super()
   }
 
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    const b = chunk.subarray(0, this.budget.take(chunk.length))
+  override _write(b: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    if (this.budget.exceeded) {
+      cb()
+      return
+    }
     let from = 0
     while (from < b.length) {
       const nl = b.indexOf(10, from)
@@ -166,6 +177,7 @@ export class LogLineSink extends Writable {
   private append(part: Buffer): void {
     this.pending = true
     const room = this.maxLine - this.partLen
+    if (part.length > Math.max(room, 0)) this.budget.take(part.length - Math.max(room, 0))
     if (room <= 0 || part.length === 0) return
     const kept = part.length > room ? part.subarray(0, room) : part
     // Copied: the socket's buffer is not ours to keep.
@@ -179,7 +191,8 @@ export class LogLineSink extends Writable {
     this.partLen = 0
     this.pending = false
     try {
-      this.onLine(line)
+      const n = this.cost(line)
+      if (this.budget.take(n) === n) this.onLine(line)
     } catch {
       // The consumer's failure is not the guest's: keep reading.
     }

@@ -26,7 +26,7 @@ import { startCapture, type Capture } from '../capture/tcpdump'
 import { startScreenshots } from '../capture/screenshots'
 import { prepareAnalysisFolder, rebootFiles, writeTaskJson, writeTaskJsonNow } from './analysis-folder'
 import { ARTIFACTS } from '../storage/layout'
-import { TaskLog } from './task-log'
+import { guestLine, TaskLog } from './task-log'
 import type { RunnerDeps } from './run-deps'
 
 export class AnalysisRun {
@@ -111,6 +111,7 @@ export class AnalysisRun {
       dir: this.d.layout.analysis(this.id),
       run: (await analyzerTagsRun(analyzer.dir)) ? phase.runId : null,
       onLogLine: (line) => this.log.guest(line),
+      logLineBytes: (line) => Buffer.byteLength(guestLine(line)),
       onUpload: (u) => this.log.info(`received ${u.path} (${u.bytes} bytes${u.truncated ? ', truncated' : ''})`),
       onRefused: (why) => phase.foreign(`the result server refused ${why}`),
       onCapReached: (cap) => phase.capReached(cap)

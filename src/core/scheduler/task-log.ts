@@ -15,6 +15,14 @@ const LINE = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} \[([^\]]{1,64})\] [A-Z]
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f]/g
 
+/** A guest's line as analysis.log stores it (its bytes count toward the task's upload cap). */
+export function guestLine(line: string): string {
+  const clean = line.replace(CONTROL, '?')
+  const m = LINE.exec(clean)
+  const trusted = m !== null && !m[1]!.toLowerCase().startsWith('aviary')
+  return trusted ? `${clean}\n` : `${logTimestamp()} [guest] INFO: ${clean}\n`
+}
+
 export class TaskLog {
   private readonly out: WriteStream
   private closed = false
@@ -39,10 +47,7 @@ export class TaskLog {
   /** A line from the guest's analyzer (result server LOG channel). */
   guest(line: string): void {
     if (this.closed) return
-    const clean = line.replace(CONTROL, '?')
-    const m = LINE.exec(clean)
-    const trusted = m !== null && !m[1]!.toLowerCase().startsWith('aviary')
-    this.out.write(trusted ? `${clean}\n` : `${logTimestamp()} [guest] INFO: ${clean}\n`)
+    this.out.write(guestLine(line))
   }
 
   private write(level: string, msg: string): void {
