@@ -174,6 +174,7 @@ export async function runAgent(o: AgentOptions): Promise<RunningAgent> {
   let closed: Promise<void> | null = null
   const close = (): Promise<void> => {
     closed ??= new Promise<void>((done) => {
+      analyses.release()
       server.close(() => done())
       server.closeIdleConnections()
     })

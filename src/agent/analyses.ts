@@ -126,6 +126,14 @@ export class Analyses {
     })
   }
 
+  /**
+   * The agent stops: removes the cgroups nothing runs in any more. What still runs is left as it
+   * is, in its cgroup, for whoever reverts or reboots the machine.
+   */
+  release(): void {
+    this.started = this.started.filter((s) => s.group === null || !s.group.removeIfEmpty())
+  }
+
   /** Ends every analysis started so far (see the top of this file); returns how many processes were ended. */
   async reset(): Promise<number> {
     const all = this.started
