@@ -2,7 +2,7 @@
 //  - the analyzer bundle out/cli/analyzer/analyzer.cjs (one CommonJS file, Node >= 18, built-ins
 //    only), which the host zips and sends to the guest; `buildAnalyzer(outdir)` is exported for
 //    scripts/build-cli.mjs;
-//  - next to it aviary-winmon.exe, the Windows analyzer's process, connection and registry monitor
+//  - next to it helper.exe, the Windows analyzer's process, connection and registry monitor
 //    (src/agent/windows-helper/, C), compiled with Debian's mingw-w64 when it is installed; without
 //    it the Windows analyzer falls back to PowerShell (which Wine does not have);
 //  - the guest agent as Node single executable applications (SEA): out/agent/aviary-agent-linux-x64
@@ -20,15 +20,19 @@ const SENTINEL_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
 const WIN_NODE_VERSION = '20.20.2'
 
 const HELPER_SOURCES = ['winmon.c', 'winout.c', 'winconn.c', 'winreg.c', 'winmon.h'].map((f) => join(root, 'src/agent/windows-helper', f))
-export const WINDOWS_HELPER = 'aviary-winmon.exe'
+// A neutral name (see HELPER_EXE in src/agent/analyzer/windows-monitor.ts).
+export const WINDOWS_HELPER = 'helper.exe'
+/** The helper's name before, removed from existing builds: the whole folder travels to the guest. */
+const OLD_WINDOWS_HELPER = 'aviary-winmon.exe'
 const MINGW = 'x86_64-w64-mingw32-gcc'
 
 /**
- * Compiles the Windows helper into `<outdir>/aviary-winmon.exe` when mingw-w64 is installed (only
+ * Compiles the Windows helper into `<outdir>/helper.exe` when mingw-w64 is installed (only
  * when a source is newer than the executable); returns its path, or null without mingw.
  */
 export function buildWindowsHelper(outdir) {
   const out = join(outdir, WINDOWS_HELPER)
+  rmSync(join(outdir, OLD_WINDOWS_HELPER), { force: true })
   const found = spawnSync(MINGW, ['--version'], { stdio: 'ignore' })
   if (found.error !== undefined || found.status !== 0) {
     rmSync(out, { force: true })

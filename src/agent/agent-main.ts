@@ -1,37 +1,33 @@
 // Entry point of the single-executable agent (scripts/build-agent.mjs bundles this file). Two
-// roles: normally it parses `-H/--host` (default 0.0.0.0) and `-p/--port` (default 8000) and runs
-// the agent; when started by /execnode with AVIARY_AGENT_RUN_SCRIPT set, it is a plain Node
-// runtime instead and loads that script. A SEA always runs its embedded main, and its own
-// `require` only knows built-ins, so the script is loaded through module.createRequire.
+// roles, told apart by the first argument, as node does: a script (any first argument that is not
+// an option) is run with the embedded runtime and the remaining arguments, which is how /execnode
+// starts the analyzer (exec.ts nodeInvocation); otherwise it parses `-H/--host` (default 0.0.0.0)
+// and `-p/--port` (default 8000) and runs the agent. The role is in the arguments, not in an
+// environment variable, because the analyzer passes its environment on to the sample, and the
+// sample must find nothing there that the agent added. A SEA always runs its embedded main, and
+// its own `require` only knows built-ins, so the script is loaded through module.createRequire.
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { runAgent } from './agent.js'
-import { RUN_ARGS_ENV, RUN_SCRIPT_ENV } from './exec.js'
 
-function runScript(file: string): void {
+function runScript(file: string, args: string[]): void {
   const script = resolve(file)
-  let args: string[] = []
-  try {
-    const parsed: unknown = JSON.parse(process.env[RUN_ARGS_ENV] ?? '[]')
-    if (Array.isArray(parsed)) args = parsed.map(String)
-  } catch {
-    // no arguments
-  }
-  delete process.env[RUN_SCRIPT_ENV]
-  delete process.env[RUN_ARGS_ENV]
   process.argv = [process.execPath, script, ...args]
   createRequire(script)(script)
 }
 
 async function main(): Promise<void> {
-  const script = process.env[RUN_SCRIPT_ENV]
-  if (script !== undefined && script !== '') {
-    runScript(script)
+  // A single executable's argv[1] is the executable again (so that argv.slice(2) holds the
+  // arguments, as under node).
+  const argv = process.argv.slice(2)
+  const first = argv[0]
+  if (first !== undefined && first !== '' && !first.startsWith('-')) {
+    runScript(first, argv.slice(1))
     return
   }
   const { values } = parseArgs({
-    args: process.argv.slice(2).filter((a) => a !== process.execPath),
+    args: argv,
     options: {
       host: { type: 'string', short: 'H', default: '0.0.0.0' },
       port: { type: 'string', short: 'p', default: '8000' }

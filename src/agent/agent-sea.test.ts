@@ -1,6 +1,6 @@
 // The agent as a Node single executable: scripts/build-agent.mjs --linux-only builds it (and the
 // analyzer bundle) into a temporary folder; the binary must start, answer the protocol, run a
-// script with its embedded runtime (/execnode), unpack a zip with the bundled zip reader, and
+// script with its embedded runtime (/execnode) given as its first argument, unpack a zip with the bundled zip reader, and
 // exit on /kill.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -58,9 +58,11 @@ it('builds the analyzer bundle and the executable, which answers like agent 0.10
 
 it('runs a script with its embedded Node runtime and unpacks zips', async () => {
   const script = join(dir, 'probe.cjs')
-  writeFileSync(script, "console.log(JSON.stringify({ args: process.argv.slice(2), fs: typeof require('node:fs').statSync, file: __filename, run: process.env.AVIARY_AGENT_RUN_SCRIPT ?? null }))\n")
+  writeFileSync(script, "console.log(JSON.stringify({ argv: process.argv, fs: typeof require('node:fs').statSync, file: __filename, env: process.env }))\n")
   const r = await post('/execnode', { filepath: script, args: 'x y' })
-  expect(JSON.parse(String(r.stdout))).toEqual({ args: ['x', 'y'], fs: 'function', file: script, run: null })
+  // Told to run the script by its arguments (like node), not by anything in the environment,
+  // which the analyzer passes on to the sample: it is the agent's own, as it was started.
+  expect(JSON.parse(String(r.stdout))).toEqual({ argv: [join(dir, 'agent', 'aviary-agent-linux-x64'), script, 'x', 'y'], fs: 'function', file: script, env: process.env })
   const zip = new ZipFile()
   zip.addBuffer(Buffer.from('inside'), 'sub/inner.txt')
   zip.end()

@@ -1,6 +1,8 @@
 // The guest agent over real sockets: every endpoint of Cuckoo 2.0.7's agent.py protocol, bad
 // inputs, zip slip, an HTTP/1.0 client on a raw socket, pinning from a second loopback address,
-// and /execnode running a script with the agent's own runtime.
+// /execnode running a script with the agent's own runtime, and /reset ending what earlier analyses
+// left (with cgroups, and without).
+import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { connect } from 'node:net'
@@ -261,38 +263,110 @@ describe('the guest is hostile: paths, earlier analyses, analyzers that die', ()
     expect(existsSync('relative')).toBe(false)
   })
 
-  it('POST /reset ends every process of earlier analyses, also one that left its process group', async () => {
-    const a = await runAgent({ host: '127.0.0.1', port: 0 })
+  /** The process exists and is not a zombie. */
+  const alive = (pid: number): boolean => {
     try {
-      const at = `http://127.0.0.1:${a.port}`
-      const pidFile = join(dir, 'escaped.pid')
-      // An "analyzer" whose child escapes into its own session, as a sample may.
-      const js = join(dir, 'leftover.cjs')
-      writeFileSync(js, `const { spawn } = require('node:child_process')
-const c = spawn('setsid', ['sh', '-c', 'echo $$ > ${pidFile}; exec sleep 300'], { detached: true, stdio: 'ignore' })
+      process.kill(pid, 0)
+      return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    } catch {
+      return false
+    }
+  }
+  const environ = (pid: number): Record<string, string> =>
+    Object.fromEntries(readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').filter((e) => e !== '').map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]))
+  const ppid = (pid: number): number => Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1])
+  /** A process of nobody's analysis, in a session of its own (detached) like a daemon. */
+  const bystander = (): ChildProcess => {
+    const c = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' })
+    c.unref()
+    return c
+  }
+
+  /**
+   * An "analyzer" (started with /execnode like Aviary's) that writes its environment, then starts
+   * a daemon the way malware does: a child that forks again and exits, the grandchild calling
+   * setsid, so the daemon has left the analyzer's process group, session and tree.
+   */
+  async function startDaemonAnalysis(at: string, name: string, o: { doubleFork: boolean }): Promise<{ daemon: number; analyzerEnv: Record<string, string> }> {
+    const pidFile = join(dir, `${name}.pid`)
+    const envFile = join(dir, `${name}.env.json`)
+    const js = join(dir, `${name}.cjs`)
+    const daemon = `setsid sh -c 'echo $$ > ${pidFile}; exec sleep 300'`
+    writeFileSync(js, `const { spawn } = require('node:child_process')
+require('node:fs').writeFileSync(${JSON.stringify(envFile)}, JSON.stringify(process.env))
+const c = spawn('sh', ['-c', ${JSON.stringify(o.doubleFork ? `(${daemon} &); exit 0` : `exec ${daemon}`)}], { stdio: 'ignore' })
 c.unref()
 setInterval(() => {}, 1000)
 `)
-      expect((await post('/execnode', { filepath: js, async: 'yes', cwd: dir }, {}, at)).status).toBe(200)
-      await expect.poll(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', { timeout: 5000 }).toBe(true)
-      const escaped = Number(readFileSync(pidFile, 'utf8'))
-      const alive = (pid: number): boolean => {
-        try {
-          process.kill(pid, 0)
-          return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
-        } catch {
-          return false
-        }
-      }
-      expect(alive(escaped)).toBe(true)
+    expect((await post('/execnode', { filepath: js, async: 'yes', cwd: dir }, {}, at)).status).toBe(200)
+    await expect.poll(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', { timeout: 5000 }).toBe(true)
+    const pid = Number(readFileSync(pidFile, 'utf8'))
+    await expect.poll(() => alive(pid) && /sleep/.test(readFileSync(`/proc/${pid}/cmdline`, 'latin1')), { timeout: 5000 }).toBe(true)
+    return { daemon: pid, analyzerEnv: JSON.parse(readFileSync(envFile, 'utf8')) as Record<string, string> }
+  }
+
+  it('POST /reset ends a setsid daemon an analysis left, held by a cgroup, and nothing else; nothing marks the environment', async () => {
+    const a = await runAgent({ host: '127.0.0.1', port: 0 })
+    const other = await runAgent({ host: '127.0.0.1', port: 0 })
+    const outsider = bystander()
+    let theirs: number | undefined
+    try {
+      const at = `http://127.0.0.1:${a.port}`
+      const { daemon, analyzerEnv } = await startDaemonAnalysis(at, 'leftover', { doubleFork: true })
+      expect(ppid(daemon), 'the daemon left the analyzer\'s tree').not.toBe(process.pid)
+      // The environment the agent was started with (this process's), nothing added: not to the
+      // analyzer, not to the daemon it left.
+      expect(analyzerEnv).toEqual(process.env)
+      // (The daemon's shell set PWD to the folder it runs in, as a shell does.)
+      expect(environ(daemon)).toEqual({ ...process.env, PWD: dir })
+      // It is held by a cgroup of its own, below the agent's, named after nothing of Aviary's.
+      const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'))!.slice(3)
+      const held = readFileSync(`/proc/${daemon}/cgroup`, 'utf8').split('\n').find((l) => l.startsWith('0::'))!.slice(3)
+      expect(held, 'a writable cgroup2 is needed here (this machine has one)').toMatch(new RegExp(`^${own === '/' ? '' : own}/job-[0-9a-f]{8}$`))
+      expect(held).not.toMatch(/aviary/i)
+      // Another agent's analysis in the same cgroup as ours, and a process of nobody's.
+      theirs = (await startDaemonAnalysis(`http://127.0.0.1:${other.port}`, 'theirs', { doubleFork: true })).daemon
+
       const r = await post('/reset', {}, {}, at)
       expect(r.body).toMatchObject({ message: 'Earlier analyses ended' })
       expect(Number(r.body.ended)).toBeGreaterThanOrEqual(2)
-      await expect.poll(() => alive(escaped), { timeout: 5000 }).toBe(false)
+      await expect.poll(() => alive(daemon), { timeout: 5000 }).toBe(false)
+      const cgroupRoot = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').find((l) => l.includes(' - cgroup2 '))!.split(' ')[4]!
+      expect(existsSync(join(cgroupRoot, held)), 'the analysis cgroup is removed').toBe(false)
+      expect(alive(theirs), 'another agent\'s analysis').toBe(true)
+      expect(alive(outsider.pid!), 'a process of no analysis').toBe(true)
       // Ended by /reset, the analyzer's death is not reported as a failure of the next analysis.
       expect((await fetch(`${at}/status`).then((x) => x.json())) as Body).toMatchObject({ status: null })
     } finally {
       await a.close()
+      await post('/reset', {}, {}, `http://127.0.0.1:${other.port}`).catch(() => undefined)
+      await other.close()
+      outsider.kill('SIGKILL')
+    }
+    await expect.poll(() => alive(theirs ?? 0), { timeout: 5000 }).toBe(false)
+  })
+
+  it('without cgroups, POST /reset ends the analyses\' process groups and descendants; a double-forked daemon is the documented limit', async () => {
+    const a = await runAgent({ host: '127.0.0.1', port: 0, cgroupParent: null })
+    const outsider = bystander()
+    let escaped: number | undefined
+    try {
+      const at = `http://127.0.0.1:${a.port}`
+      // setsid, but its parent (the analyzer) still runs: a descendant, ended.
+      const { daemon, analyzerEnv } = await startDaemonAnalysis(at, 'child-daemon', { doubleFork: false })
+      expect(analyzerEnv).toEqual(process.env)
+      // Its parent exited before /reset looked: nothing ties it to the analysis any more.
+      escaped = (await startDaemonAnalysis(at, 'orphan-daemon', { doubleFork: true })).daemon
+      const r = await post('/reset', {}, {}, at)
+      expect(Number(r.body.ended)).toBeGreaterThanOrEqual(3)
+      await expect.poll(() => alive(daemon), { timeout: 5000 }).toBe(false)
+      expect(alive(outsider.pid!)).toBe(true)
+      // docs/engine.md says this one escapes without cgroups.
+      expect(alive(escaped)).toBe(true)
+    } finally {
+      await a.close()
+      outsider.kill('SIGKILL')
+      if (escaped !== undefined) try { process.kill(escaped, 'SIGKILL') } catch { /* gone */ }
     }
   })
 

@@ -2,9 +2,10 @@
 // "0.10"), so an unchanged Cuckoo or CAPE host can drive it and our host can drive either. It
 // runs inside the guest and imports nothing from the host side. Differences from agent.py, all
 // harmless to its clients: requests are served concurrently, JSON answers carry Content-Type and
-// Content-Length, error bodies hold no traceback, paths must be absolute (paths.ts), and POST
-// /reset ends every analysis started before (analyses.ts). Routes, features and limits are the
-// protocol's (src/guest-protocol/agent-api.ts), shared with the host.
+// Content-Length, error bodies hold no traceback, paths must be absolute (paths.ts), POST /reset
+// ends every analysis started before (analyses.ts), and the processes it starts get the agent's
+// own environment with nothing added (agent.py added nothing either). Routes, features and limits
+// are the protocol's (src/guest-protocol/agent-api.ts), shared with the host.
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -22,6 +23,11 @@ export interface AgentOptions {
   host: string
   port: number
   log?: (m: string) => void
+  /**
+   * Linux: where the analyses' cgroups go (analyses.ts); default under the agent's own cgroup.
+   * null: none (process groups and descendants only, as on a guest without a writable cgroup2).
+   */
+  cgroupParent?: string | null
 }
 
 export interface RunningAgent {
@@ -49,7 +55,7 @@ export async function runAgent(o: AgentOptions): Promise<RunningAgent> {
     o.log?.(m)
   }
   const state: StatusState & { pinned: string | null } = { status: null, description: null, posts: 0, pinned: null }
-  const analyses = new Analyses(state, log)
+  const analyses = new Analyses(state, log, { cgroupParent: o.cgroupParent })
   const exec = h.execHandlers(analyses)
   let closing: (() => void) | null = null
 
@@ -89,7 +95,7 @@ export async function runAgent(o: AgentOptions): Promise<RunningAgent> {
     [ROUTES.execpy]: exec.execpy,
     [ROUTES.execnode]: exec.execnode,
     [ROUTES.reset]: async () => {
-      const ended = analyses.reset()
+      const ended = await analyses.reset()
       log(`reset: ${ended} process(es) of earlier analyses ended`)
       return { message: 'Earlier analyses ended', ended }
     }
@@ -168,6 +174,7 @@ export async function runAgent(o: AgentOptions): Promise<RunningAgent> {
   let closed: Promise<void> | null = null
   const close = (): Promise<void> => {
     closed ??= new Promise<void>((done) => {
+      analyses.release()
       server.close(() => done())
       server.closeIdleConnections()
     })

@@ -3,20 +3,25 @@
 // what keeps a machine that is never reverted (a physical one, or a VM whose revert failed) from
 // running an earlier task's analyzer and sample into the next task.
 //
-// What "an analysis" is: the process the host started with async /execpy or /execnode (the
-// analyzer), and everything that inherits its environment. Every process the agent starts gets
-// AVIARY_AGENT_SESSION=<this agent's own random id>; the analyzer passes its environment on to the
-// sample, and the sample to its children. On Linux /reset ends every process whose environment
-// holds that value, whatever its process group or parent (a daemon that forked and called setsid
-// still carries it), then each tracked process group. A process that rewrote its own environment
-// escapes the scan: that limit is documented (docs/engine.md, "The guest is hostile").
+// What "an analysis" is: a process the host started through the agent (the analyzer of
+// /execpy and /execnode, or an /execute command) and everything that descends from it. Nothing is
+// added to their environment, arguments or names to tell them apart, because the sample inherits
+// all of that and a sample that finds its sandbox plays clean (docs/engine.md, "What the sample
+// can see"). Instead:
+// - Linux: each started process is moved, right after the spawn, into a cgroup v2 of its own under
+//   the agent's cgroup (cgroups.ts). /reset ends each such cgroup whole, whatever its processes
+//   did with their process group, session or parent.
+// - Linux without a writable cgroup2: each started process's process group, and every process
+//   that descends from a started process when /reset looks (/proc/<pid>/stat). A daemon whose
+//   parent has exited (a double fork) and that left the process group escapes; docs/engine.md says
+//   so.
+// - Windows: taskkill /T of each started process that still runs, then the process itself (Wine
+//   refuses /T).
+// The environment every started process gets is the one the agent itself was started with.
 import type { ChildProcess } from 'node:child_process'
 import { spawnSync } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync } from 'node:fs'
 import { tagDescription } from '../guest-protocol/run-identity.js'
-
-export const SESSION_ENV = 'AVIARY_AGENT_SESSION'
+import { agentCgroupDir, AnalysisCgroup, descendants, processTable } from './cgroups.js'
 
 /** The part of the agent's state this module reads and writes. */
 export interface StatusState {
@@ -32,15 +37,70 @@ interface Tracked {
   postsAtStart: number
 }
 
+interface Started {
+  child: ChildProcess
+  /** Linux: its cgroup; null where none could be made (the fallback ends it). */
+  group: AnalysisCgroup | null
+}
+
+export interface AnalysesOptions {
+  /**
+   * Linux: the cgroup2 folder to make the analyses' cgroups in; default the agent's own cgroup.
+   * null: no cgroups (process groups and descendants only, as where no cgroup2 is writable).
+   */
+  cgroupParent?: string | null
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
 export class Analyses {
-  readonly session = randomBytes(12).toString('hex')
+  /** The environment every started process gets: the agent's own, as it was started. */
+  readonly env: NodeJS.ProcessEnv
   private readonly tracked = new Map<number, Tracked>()
+  private started: Started[] = []
+  private cgroupParent: string | null
+  private warned = false
 
-  constructor(private readonly state: StatusState, private readonly log: (m: string) => void) {}
+  constructor(private readonly state: StatusState, private readonly log: (m: string) => void, o: AnalysesOptions & { env?: NodeJS.ProcessEnv } = {}) {
+    this.env = { ...(o.env ?? process.env) }
+    this.cgroupParent = process.platform !== 'linux' ? null : o.cgroupParent === undefined ? agentCgroupDir() : o.cgroupParent
+    if (process.platform === 'linux') {
+      this.log(this.cgroupParent === null
+        ? 'no cgroup2 found: earlier analyses are ended by process group and descendants'
+        : `analyses are kept in cgroups under ${this.cgroupParent}`)
+    }
+  }
 
-  /** The environment every process the agent starts gets. */
-  env(base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-    return { ...base, [SESSION_ENV]: this.session }
+  /**
+   * Takes hold of a process the agent has just spawned (called synchronously after spawn(), so that
+   * it is in its cgroup before it has done anything worth speaking of).
+   */
+  contain(child: ChildProcess): void {
+    const pid = child.pid
+    if (pid === undefined) return
+    let group: AnalysisCgroup | null = null
+    if (this.cgroupParent !== null) {
+      try {
+        group = AnalysisCgroup.create(this.cgroupParent)
+        group.add(pid)
+      } catch (err) {
+        if (group !== null) group.removeIfEmpty()
+        group = null
+        if (!this.warned) {
+          this.warned = true
+          this.log(`cannot use cgroups under ${this.cgroupParent} (${(err as Error).message}): ` +
+            'earlier analyses are ended by process group and descendants')
+        }
+      }
+    }
+    const entry: Started = { child, group }
+    this.started.push(entry)
+    // A command that ended and left nothing behind needs no cgroup until the next reset.
+    child.once('exit', () => {
+      if (group === null || !group.removeIfEmpty()) return
+      const i = this.started.indexOf(entry)
+      if (i >= 0) this.started.splice(i, 1)
+    })
   }
 
   /**
@@ -66,16 +126,25 @@ export class Analyses {
     })
   }
 
+  /**
+   * The agent stops: removes the cgroups nothing runs in any more. What still runs is left as it
+   * is, in its cgroup, for whoever reverts or reboots the machine.
+   */
+  release(): void {
+    this.started = this.started.filter((s) => s.group === null || !s.group.removeIfEmpty())
+  }
+
   /** Ends every analysis started so far (see the top of this file); returns how many processes were ended. */
-  reset(): number {
-    const own = [...this.tracked.values()]
+  async reset(): Promise<number> {
+    const all = this.started
+    this.started = []
     this.tracked.clear()
     let ended = 0
     if (process.platform === 'win32') {
-      for (const { child } of own) {
+      for (const { child } of all) {
         if (child.exitCode !== null || child.signalCode !== null) continue
         // taskkill /T ends the tree where it is supported (Windows); Wine refuses /T, so the
-        // analyzer itself is ended in any case.
+        // started process itself is ended in any case.
         spawnSync('taskkill', ['/F', '/T', '/PID', String(child.pid)], { stdio: 'ignore', windowsHide: true })
         try {
           child.kill('SIGKILL')
@@ -85,20 +154,8 @@ export class Analyses {
         ended++
       }
     } else {
-      // Repeated: a fork bomb adds processes while they are being ended.
-      for (let round = 0; round < 5; round++) {
-        const found = this.marked()
-        const groups = round === 0 ? own.map((t) => -(t.child.pid ?? 0)).filter((g) => g !== 0) : []
-        if (found.length === 0 && groups.length === 0) break
-        for (const pid of [...found, ...groups]) {
-          try {
-            process.kill(pid, 'SIGKILL')
-            if (pid > 0) ended++
-          } catch {
-            // already gone
-          }
-        }
-      }
+      for (const { group } of all) if (group !== null) ended += await group.end()
+      ended += await this.endLoose(all.filter((s) => s.group === null).map((s) => s.child.pid ?? 0).filter((p) => p > 0))
     }
     this.state.status = null
     this.state.description = null
@@ -106,26 +163,32 @@ export class Analyses {
     return ended
   }
 
-  /** Linux: pids whose environment carries this agent's session (never the agent itself). */
-  private marked(): number[] {
-    const needle = Buffer.from(`\0${SESSION_ENV}=${this.session}\0`)
-    const out: number[] = []
-    let entries: string[]
-    try {
-      entries = readdirSync('/proc')
-    } catch {
-      return out
-    }
-    for (const name of entries) {
-      if (!/^\d+$/.test(name) || Number(name) === process.pid) continue
-      try {
-        // A leading NUL lets the first variable match like the others.
-        const env = Buffer.concat([Buffer.from([0]), readFileSync(`/proc/${name}/environ`), Buffer.from([0])])
-        if (env.includes(needle)) out.push(Number(name))
-      } catch {
-        // gone, or not ours to read
+  /**
+   * Linux without cgroups: the started processes, their descendants, and the process groups they
+   * lead (the agent starts each detached, so each leads its own). Repeated, since a fork bomb adds
+   * processes while they are being ended.
+   */
+  private async endLoose(roots: number[]): Promise<number> {
+    if (roots.length === 0) return 0
+    const seen = new Set<number>()
+    for (let round = 0; round < 5; round++) {
+      const table = processTable()
+      const below = descendants(roots, table)
+      const targets = new Set<number>([...roots, ...below].filter((p) => table.has(p) && p !== process.pid))
+      // Process groups led by one of ours: members that left the tree but kept the group.
+      const groups = new Set<number>([...roots, ...below])
+      for (const [pid, { pgid }] of table) if (groups.has(pgid) && pid !== process.pid) targets.add(pid)
+      if (targets.size === 0) break
+      for (const pid of targets) {
+        try {
+          process.kill(pid, 'SIGKILL')
+          seen.add(pid)
+        } catch {
+          // already gone
+        }
       }
+      await sleep(20)
     }
-    return out
+    return seen.size
   }
 }

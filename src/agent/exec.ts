@@ -63,7 +63,9 @@ export interface StartOptions {
   cwd?: string
   shell?: boolean
   async: boolean
-  env?: NodeJS.ProcessEnv
+  env: NodeJS.ProcessEnv
+  /** Called synchronously once the process exists (before it has run for more than an instant). */
+  onSpawned?: (child: ChildProcess) => void
   /** Async only: called with the child once it has started. */
   onStarted?: (child: ChildProcess) => void
 }
@@ -77,11 +79,14 @@ export function startProcess(o: StartOptions): Promise<ExecResult> {
     const child = spawn(o.file, o.args, {
       cwd: o.cwd,
       shell: o.shell ?? false,
-      env: o.env ?? process.env,
+      env: o.env,
       detached: o.async,
       windowsHide: true,
       stdio: o.async ? 'ignore' : ['ignore', 'pipe', 'pipe']
     })
+    // spawn() returns once the program was executed: the pid is known now, the 'spawn' event only
+    // comes on a later turn of the event loop.
+    if (child.pid !== undefined) o.onSpawned?.(child)
     child.once('error', reject)
     if (o.async) {
       child.once('spawn', () => {
@@ -101,33 +106,12 @@ export function startProcess(o: StartOptions): Promise<ExecResult> {
   })
 }
 
-/** Env var naming the script that agent-main runs instead of the agent (see agent-main.ts). */
-export const RUN_SCRIPT_ENV = 'AVIARY_AGENT_RUN_SCRIPT'
-export const RUN_ARGS_ENV = 'AVIARY_AGENT_RUN_ARGS'
-
-/** True inside a Node single executable application. */
-export function isSea(): boolean {
-  try {
-    // node:sea exists from Node 20.12; older runtimes are never our SEA.
-    const sea = (process.getBuiltinModule?.('node:sea') ?? null) as { isSea(): boolean } | null
-    return sea?.isSea() ?? false
-  } catch {
-    return false
-  }
-}
-
 /**
- * How to run a JavaScript file with the agent's own runtime: in the SEA, the executable itself
- * with RUN_SCRIPT_ENV set (a SEA always runs its embedded main, which then loads the file);
- * otherwise plain `node file args`.
+ * How to run a JavaScript file with the agent's own runtime: `<runtime> file args`, where the
+ * runtime is node, or the agent's single executable, which runs a script given as its first
+ * argument like node does (agent-main.ts). Nothing goes into the environment: the analyzer passes
+ * its environment on to the sample.
  */
-export function nodeInvocation(file: string, args: string[]): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
-  if (isSea()) {
-    return {
-      file: process.execPath,
-      args: [],
-      env: { ...process.env, [RUN_SCRIPT_ENV]: file, [RUN_ARGS_ENV]: JSON.stringify(args) }
-    }
-  }
-  return { file: process.execPath, args: [file, ...args], env: { ...process.env } }
+export function nodeInvocation(file: string, args: string[]): { file: string; args: string[] } {
+  return { file: process.execPath, args: [file, ...args] }
 }

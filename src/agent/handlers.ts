@@ -2,6 +2,7 @@
 // "0.10"), plus Aviary's /execnode. Each takes the parsed form and returns a JSON answer or throws
 // HttpError; agent.ts does routing, pinning and the wire. Every path the host names must be
 // absolute on this guest (paths.ts).
+import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chmod, copyFile, mkdir, open, rename, rm, stat, unlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -130,14 +131,18 @@ function runOf(form: FormBody): string | null {
   return run
 }
 
-/** The process-starting routes, bound to the agent's record of analyses (analyses.ts). */
+/**
+ * The process-starting routes, bound to the agent's record of analyses (analyses.ts): every
+ * process they start is held there, and gets the environment the agent was started with.
+ */
 export function execHandlers(analyses: Analyses): Record<'execute' | 'execpy' | 'execnode', (form: FormBody) => Promise<Json>> {
+  const contain = (child: ChildProcess): void => analyses.contain(child)
   /** Async starts of /execpy and /execnode are analyzers: followed, so a silent death is reported. */
-  const start = async (file: string, args: string[], form: FormBody, env: NodeJS.ProcessEnv = process.env): Promise<Json> => {
+  const start = async (file: string, args: string[], form: FormBody): Promise<Json> => {
     const run = runOf(form)
     const isAsync = form.fields.has('async')
     const res = await startProcess({
-      file, args, cwd: optionalPath(form, 'cwd'), async: isAsync, env: analyses.env(env),
+      file, args, cwd: optionalPath(form, 'cwd'), async: isAsync, env: analyses.env, onSpawned: contain,
       onStarted: isAsync ? (child) => analyses.track(child, run) : undefined
     }).catch(execFailed)
     return { message: 'Successfully executed command', ...res }
@@ -149,8 +154,9 @@ export function execHandlers(analyses: Analyses): Record<'execute' | 'execpy' | 
       const argv = shell ? [command] : splitCommand(command)
       const [file, ...args] = argv
       if (file === undefined) throw new HttpError(400, 'No command has been provided')
-      const res = await startProcess({ file, args, cwd: optionalPath(form, 'cwd'), shell, async: form.fields.has('async'), env: analyses.env(process.env) })
-        .catch(execFailed)
+      const res = await startProcess({
+        file, args, cwd: optionalPath(form, 'cwd'), shell, async: form.fields.has('async'), env: analyses.env, onSpawned: contain
+      }).catch(execFailed)
       return { message: 'Successfully executed command', ...res }
     },
     async execpy(form) {
@@ -163,7 +169,7 @@ export function execHandlers(analyses: Analyses): Record<'execute' | 'execpy' | 
     async execnode(form) {
       const script = requiredPath(form, 'filepath', 'JavaScript file')
       const run = nodeInvocation(script, splitCommand(form.fields.get('args') ?? ''))
-      return start(run.file, run.args, form, run.env)
+      return start(run.file, run.args, form)
     }
   }
 }

@@ -57,7 +57,8 @@ export async function readForm(req: IncomingMessage): Promise<FormBody> {
   parser.on('file', (name, stream, filename) => {
     const index = writes.length
     const write = async (): Promise<void> => {
-      dir ??= mkdtemp(join(tmpdir(), 'aviary-agent-'))
+      // A name that says nothing of the agent: the sample lists the temporary folder too.
+      dir ??= mkdtemp(join(tmpdir(), 'tmp'))
       const tempPath = join(await dir, `part-${index}`)
       const entry: UploadedFile = { tempPath, filename, size: 0 }
       stream.on('data', (chunk: Buffer) => {

@@ -1,4 +1,4 @@
-// The Windows helper (aviary-winmon.exe, as the build ships it in out/cli/analyzer) against a
+// The Windows helper (helper.exe, as the build ships it in out/cli/analyzer) against a
 // hostile sample under Wine: test/fixtures/windows-samples/hostile-tree.c starts it with itself as
 // the anchor and a limit of 40 processes, then starts a child with a 30,000-unit command line of
 // quotes, backslashes, control characters, a lone surrogate and a non-BMP character, 60 children
@@ -15,11 +15,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildSample, wineLeftAfter, wineEnv, wineTemplate } from '../guests/wine-guest'
 
 const run = promisify(execFile)
-const HELPER = path.resolve(__dirname, '../../out/cli/analyzer/aviary-winmon.exe')
+const HELPER = path.resolve(__dirname, '../../out/cli/analyzer/helper.exe')
 
 type Line = Record<string, unknown> & { t: string }
 
-describe('aviary-winmon under Wine, fed by a hostile sample', () => {
+describe('the Windows helper under Wine, fed by a hostile sample', () => {
   let dir: string
   let prefix: string
   let lines: Line[]
@@ -34,11 +34,11 @@ describe('aviary-winmon under Wine, fed by a hostile sample', () => {
     const cdir = path.join(prefix, 'drive_c', 'winmon-test')
     mkdirSync(cdir)
     buildSample('hostile-tree.c', cdir, { libs: ['-municode'] })
-    copyFileSync(HELPER, path.join(cdir, 'aviary-winmon.exe'))
+    copyFileSync(HELPER, path.join(cdir, 'helper.exe'))
     const out = path.join(cdir, 'winmon.jsonl')
     const env = wineEnv(prefix)
     try {
-      await run('wine', ['C:\\winmon-test\\hostile-tree.exe', 'C:\\winmon-test\\aviary-winmon.exe', 'C:\\winmon-test\\winmon.jsonl'], { env, timeout: 120_000 })
+      await run('wine', ['C:\\winmon-test\\hostile-tree.exe', 'C:\\winmon-test\\helper.exe', 'C:\\winmon-test\\winmon.jsonl'], { env, timeout: 120_000 })
     } finally {
       // The helper ends after its anchor; this waits for it (and every other process of the prefix).
       await run('wineserver', ['-w'], { env, timeout: 60_000 }).catch(() => run('wineserver', ['-k'], { env }))

@@ -138,22 +138,38 @@ export async function windowsAgent(): Promise<string> {
   return exe
 }
 
-/** The environment of Wine programs of `prefix`. */
-export function wineEnv(prefix: string): NodeJS.ProcessEnv {
-  return { ...process.env, ...QUIET, WINEPREFIX: prefix, DISPLAY: '', WINEARCH: 'win64' }
+/** The environment of Wine programs of `prefix`: `base` (default this process's) and Wine's variables. */
+export function wineEnv(prefix: string, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return { ...base, ...QUIET, WINEPREFIX: prefix, DISPLAY: '', WINEARCH: 'win64' }
+}
+
+export interface WineGuestOptions {
+  index: number
+  prefix: string
+  /**
+   * The host folder for the guest's prefix and the agent's log (default under the cache). Wine
+   * shows the prefix's path to Windows programs (WINECONFIGDIR and the like in their environment).
+   */
+  home?: string
+  /** Where the agent goes in the guest, a path on C: (default `C:\aviary\agent.exe`). */
+  agentPath?: string
+  /** The Unix environment the agent starts with, before Wine's variables (default this process's). */
+  env?: NodeJS.ProcessEnv
 }
 
 /** A netns guest with its own copy of the template prefix and the Windows agent listening on :8000. */
-export async function createWineGuest(o: { index: number; prefix: string }): Promise<WineGuest> {
+export async function createWineGuest(o: WineGuestOptions): Promise<WineGuest> {
   const [template, agent] = await Promise.all([wineTemplate(), windowsAgent()])
   const guest = await createNetnsGuest({ index: o.index, prefix: o.prefix })
   // Outside the guest's private /tmp, so the same path works on both sides.
-  const home = path.join(CACHE, 'guests', guest.ns)
+  const home = o.home ?? path.join(CACHE, 'guests', guest.ns)
   const prefix = path.join(home, 'prefix')
   const agentLog = path.join(home, 'agent.log')
+  const agentPath = o.agentPath ?? 'C:\\aviary\\agent.exe'
+  if (!/^C:\\[^:*?"<>|]+$/i.test(agentPath)) throw new Error(`agentPath must be a path on C:, got ${agentPath}`)
   const stopWine = async (): Promise<void> => {
     // Inside the namespace: the guest's wineserver has its socket in the guest's private /tmp.
-    const k = guest.exec(['wineserver', '-k'], { env: wineEnv(prefix), stdio: 'ignore' })
+    const k = guest.exec(['wineserver', '-k'], { env: wineEnv(prefix, o.env), stdio: 'ignore' })
     await new Promise<void>((done) => {
       const t = setTimeout(done, 10_000)
       k.once('exit', () => { clearTimeout(t); done() })
@@ -169,12 +185,12 @@ export async function createWineGuest(o: { index: number; prefix: string }): Pro
     rmSync(home, { recursive: true, force: true })
     mkdirSync(home, { recursive: true })
     await run('cp', ['-a', template, prefix])
-    const exe = path.join(prefix, 'drive_c', 'aviary', 'agent.exe')
+    const exe = path.join(prefix, 'drive_c', ...agentPath.slice(3).split('\\'))
     mkdirSync(path.dirname(exe), { recursive: true })
     await run('cp', [agent, exe])
     // The agent's output goes to a file: node.exe's console writes fail with EBADF on a pipe.
-    await guest.startAgent(['sh', '-c', 'exec wine "$0" -H 0.0.0.0 -p 8000 >>"$1" 2>&1', 'C:\\aviary\\agent.exe', agentLog], {
-      env: wineEnv(prefix),
+    await guest.startAgent(['sh', '-c', 'exec wine "$0" -H 0.0.0.0 -p 8000 >>"$1" 2>&1', agentPath, agentLog], {
+      env: wineEnv(prefix, o.env),
       cwd: ROOT,
       stdio: 'ignore',
       timeoutMs: 90_000

@@ -142,7 +142,8 @@ function fileRecords(before: Snapshot, after: Snapshot, traced: StraceResult | n
   return out
 }
 
-export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzerDir: string): Promise<AnalyzerRecord> {
+/** `env` is the sample's environment (main.ts): strace passes it on unchanged, so every execve of the trace shows what the sample gave. */
+export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzerDir: string, env: NodeJS.ProcessEnv): Promise<AnalyzerRecord> {
   const platform: Platform = process.platform === 'win32' ? 'windows' : 'linux'
   setClock(conf, log)
   const stored = conf.category === 'url' ? conf.target : findSample(conf)
@@ -183,6 +184,7 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   }
   const child = spawn(file, args, {
     cwd: sampleDir ?? tmpdir(),
+    env,
     detached: true,
     stdio: 'ignore',
     windowsHide: false,

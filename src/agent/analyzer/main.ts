@@ -36,8 +36,20 @@ function postStatus(port: number, run: string | null, status: FinalStatus, text:
   })
 }
 
+/** Names the analyzer folder when the bundle runs from elsewhere (a test); never passed on. */
+const DIR_ENV = 'AVIARY_ANALYZER_DIR'
+
+/**
+ * The sample's environment: the analyzer's own as it started, which is the agent's own (the agent
+ * adds nothing), without the one variable the analyzer reads. Windows names ignore case.
+ */
+function sampleEnvironment(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => k.toUpperCase() !== DIR_ENV))
+}
+
 async function main(): Promise<void> {
-  const dir = process.env.AVIARY_ANALYZER_DIR ?? __dirname
+  const sampleEnv = sampleEnvironment()
+  const dir = process.env[DIR_ENV] ?? __dirname
   const echo = (line: string): void => console.log(line)
   let conf: AnalysisConfig
   try {
@@ -52,7 +64,7 @@ async function main(): Promise<void> {
   await log.start()
   log.info(`Aviary analyzer starting: task ${conf.id}, category ${conf.category}, timeout ${conf.timeout}s`)
   try {
-    const record = await runAnalysis(conf, log, dir)
+    const record = await runAnalysis(conf, log, dir, sampleEnv)
     log.info(`analysis finished (${record.reason})`)
     await log.close()
     if (record.reason === 'start-failed') await postStatus(agentPort, conf.run, 'failed', `the sample did not start: ${record.error ?? 'no reason given'}`)

@@ -1,6 +1,6 @@
 // The Windows analyzer's process, connection and registry monitor.
 //
-// HelperMonitor runs aviary-winmon.exe (src/agent/windows-helper/, shipped next to analyzer.cjs)
+// HelperMonitor runs helper.exe (src/agent/windows-helper/, shipped next to analyzer.cjs)
 // before the sample starts, with the analyzer's own pid as its anchor: the helper reports every
 // process descending from the analyzer, its exits and TCP connections, and registry values
 // written or deleted under the autorun keys, as JSON lines on a pipe (C programs under Wine write
@@ -20,7 +20,9 @@ import type { ConnectionRecord, ProcessRecord, RegistryRecord } from '../../gues
 import type { Monitor } from './monitor.js'
 import { LineSplitter, parseHelperLine, type HelperEvent } from './windows-helper-lines.js'
 
-export const HELPER_EXE = 'aviary-winmon.exe'
+/** Shipped next to analyzer.cjs (scripts/build-agent.mjs WINDOWS_HELPER). A name that says
+ * nothing of Aviary: it is in the analyzer folder and in the process list the sample can read. */
+export const HELPER_EXE = 'helper.exe'
 
 /** What one run keeps at most, whatever the helper (or the sample feeding it) says. */
 const MAX_PROCESSES = 10_000
@@ -290,7 +292,7 @@ export class PowerShellMonitor implements WindowsMonitor {
   }
 
   notes(): string[] {
-    return ['no aviary-winmon.exe next to the analyzer (built without mingw-w64): processes are polled through PowerShell']
+    return [`no ${HELPER_EXE} next to the analyzer (built without mingw-w64): processes are polled through PowerShell`]
   }
 
   alive(): number[] {
