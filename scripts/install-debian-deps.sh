@@ -26,12 +26,18 @@
 #   wine wine64 gcc-mingw-w64-x86-64  Windows guests: the Wine test bed runs the Windows agent under
 #                  Wine, and mingw-w64 builds the analyzer's Windows helper (aviary-winmon.exe) and the
 #                  test samples (no xvfb: the agent, the helper and the samples are console programs)
+#   xorriso ovmf swtpm swtpm-tools  `aviary machines create windows`: the answer medium (xorriso),
+#                  UEFI firmware (OVMF) and the TPM 2.0 libvirt starts for Windows 11 (swtpm)
+#   wimtools genisoimage libxml2-utils  its tests: a stand-in install.wim (wimcapture, wiminfo as
+#                  the oracle) in a UDF ISO (genisoimage), domain XML checked by virt-xml-validate
+#                  (which runs xmllint)
 set -euo pipefail
 PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
   libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
   tshark yara python3-jsonschema liblnk-utils chromium fonts-dejavu-core postgresql nginx-light
   nftables inetsim mitmproxy iputils-ping libcap2-bin openssl
-  wine wine64 gcc-mingw-w64-x86-64)
+  wine wine64 gcc-mingw-w64-x86-64
+  xorriso ovmf swtpm swtpm-tools wimtools genisoimage libxml2-utils)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
