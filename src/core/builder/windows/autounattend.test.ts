@@ -126,7 +126,7 @@ describe('Autounattend.xml', () => {
     ['network', { network: "default'/><x" }],
     ['time-zone', { timeZone: 'UTC</TimeZone>' }],
     ['locale', { locale: 'en-US<' }],
-    ['version', { version: '7' }],
+    ['windows-version', { version: '7' }],
     ['firmware', { version: '11', firmware: 'bios' }],
     ['memory', { version: '11', firmware: 'uefi', memoryMiB: 2048 }],
     ['edition', { edition: '  ' }],

@@ -21,7 +21,7 @@ import { parseFleetConfig } from '../../machinery/machines-config'
 import { buildAnswerMedium } from './answer-medium'
 import { autounattendXml } from './autounattend'
 import { CDROM_TARGETS, OVMF_ROM, windowsDomainXml } from './domain-xml'
-import { chooseEdition, isoEditions, type WindowsEdition } from './editions'
+import { chooseEdition, isoEditions, IsoReadError, type WindowsEdition } from './editions'
 import { firstLogonScript } from './first-logon'
 import { checkWindowsInput, WindowsSpecError, type WindowsMachineInput, type WindowsMachineSpec } from './options'
 
@@ -123,7 +123,9 @@ export async function prepareWindowsMachine(o: CreateWindowsOptions, progress: (
   if (existsSync(o.dir) && readdirSync(o.dir).length > 0) throw new WindowsSpecError('name', `the machine's folder ${o.dir} is not empty`)
 
   progress({ step: 'edition', message: `reading the editions of ${path.basename(o.iso)}` })
-  const editions = await isoEditions(o.iso, { sevenZip: o.tools?.sevenZip })
+  const editions = await isoEditions(o.iso, { sevenZip: o.tools?.sevenZip }).catch((err: unknown) => {
+    throw err instanceof IsoReadError ? new WindowsSpecError('iso', err.message) : err
+  })
   const edition = chooseEdition(editions, spec.edition, spec.version)
   progress({ step: 'edition', message: `installing ${edition.name} (image ${edition.index} of ${editions.length})` })
 

@@ -137,8 +137,8 @@ describe('the editions of a Windows ISO (a wimcapture stand-in for install.wim)'
     })
 
     it('refuses a Windows 11 image for --version 10 and the reverse, and a non-x64 image', () => {
-      expect(() => chooseEdition(win11(), null, '10')).toThrow(/version: 'Windows 11 Pro' is build 22631, Windows 11: give --version 11/)
-      expect(() => chooseEdition(win10(), null, '11')).toThrow(/version: .* give --version 10/)
+      expect(() => chooseEdition(win11(), null, '10')).toThrow(/windows-version: 'Windows 11 Pro' is build 22631, Windows 11: give --windows-version 11/)
+      expect(() => chooseEdition(win10(), null, '11')).toThrow(/windows-version: .* give --windows-version 10/)
       expect(() => chooseEdition([{ index: 1, name: 'x86 one', editionId: 'Professional', arch: 0, build: 19045 }], null, '10')).toThrow(/edition: 'x86 one' is not an x64 image/)
     })
   })

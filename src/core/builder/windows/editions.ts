@@ -181,7 +181,7 @@ export function chooseEdition(editions: WindowsEdition[], wanted: string | null,
   if (chosen!.arch !== null && chosen!.arch !== 9) throw new WindowsSpecError('edition', `'${chosen!.name}' is not an x64 image (WIM architecture ${chosen!.arch})`)
   if (chosen!.build !== null) {
     const is11 = chosen!.build >= WINDOWS_11_BUILD
-    if (is11 !== (version === '11')) throw new WindowsSpecError('version', `'${chosen!.name}' is build ${chosen!.build}, Windows ${is11 ? '11' : '10'}: give --version ${is11 ? '11' : '10'}`)
+    if (is11 !== (version === '11')) throw new WindowsSpecError('windows-version', `'${chosen!.name}' is build ${chosen!.build}, Windows ${is11 ? '11' : '10'}: give --windows-version ${is11 ? '11' : '10'}`)
   }
   return chosen!
 }

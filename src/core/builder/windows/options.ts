@@ -117,7 +117,7 @@ export function checkWindowsInput(i: WindowsMachineInput): WindowsMachineSpec {
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name)) {
     throw new WindowsSpecError('name', `'${name}' must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit`)
   }
-  const version = oneOf<WindowsVersion>('version', i.version ?? '10', ['10', '11'])
+  const version = oneOf<WindowsVersion>('windows-version', i.version ?? '10', ['10', '11'])
   const firmware = oneOf<Firmware>('firmware', i.firmware ?? (version === '11' ? 'uefi' : 'bios'), ['bios', 'uefi'])
   if (version === '11' && firmware !== 'uefi') throw new WindowsSpecError('firmware', 'Windows 11 installs only on UEFI firmware')
 
