@@ -181,7 +181,9 @@ export async function installWindows(plan: WindowsMachinePlan, o: CreateWindowsO
 export async function ejectMedia(plan: WindowsMachinePlan, o: CreateWindowsOptions, progress: (p: WindowsProgress) => void): Promise<void> {
   progress({ step: 'eject', message: 'ejecting the Windows ISO and the answer medium' })
   for (const [what, target] of [['the Windows ISO', CDROM_TARGETS.windows], ['the answer medium', CDROM_TARGETS.answer]] as const) {
+    // Without the eject the snapshot would keep the answer medium, password and all, for every sample to read.
     await virsh(o, ['change-media', plan.spec.name, target, '--eject', '--live', '--config', '--force'], `ejecting ${what}`)
+      .catch((err: Error) => { throw new WindowsBuildError(`${err.message}${left(o, plan.spec.name)}`) })
   }
 }
 
