@@ -210,7 +210,21 @@ describe('a hostile strace log', () => {
       'logs/strace.log: 1 resumed call(s) without their start were skipped',
       `logs/strace.log: 1 line(s) longer than ${MAX_LINE} bytes were skipped`
     ]))
-    expect(r.incomplete).toEqual([expect.stringMatching(/^logs\/strace\.log ends inside a line at byte \d+/)])
+    expect(r.incomplete).toEqual([expect.stringMatching(/^logs\/strace\.log was cut at byte \d+ by the result server's per-file cap \(upload_max_size\): calls after it are missing$/)])
+  })
+
+  it('a log ending inside a call still open is whole (a note); one stopping mid-line otherwise says calls may be missing', async () => {
+    const open = analysisDir()
+    writeFileSync(join(open, 'logs', 'strace.log'), good(100, 1, 'execve("/bin/sleep", ["sleep", "600"], 0x7ffd /* 3 vars */) = 0') +
+      '100 1700000000.000002 clock_nanosleep(CLOCK_REALTIME, 0, {tv_sec=600, tv_nsec=0}, ')
+    const r = await analyzeBehaviorDetailed(open)
+    expect(r.incomplete).toEqual([])
+    expect(r.notes).toContain('logs/strace.log ends inside clock_nanosleep of task 100, a call still open when strace stopped')
+    expect((r.behavior.processes as Proc[])[0]?.calls.map((c) => c.api)).toEqual(['execve'])
+    const cut = analysisDir()
+    writeFileSync(join(cut, 'logs', 'strace.log'), good(100, 1, 'execve("/bin/sleep", ["sleep", "600"], 0x7ffd /* 3 vars */) = 0') + '100 17000')
+    const c = await analyzeBehaviorDetailed(cut)
+    expect(c.incomplete).toEqual(['logs/strace.log stops inside a line at byte 95 (the upload ended there): calls after it may be missing'])
   })
 
   it('keeps at most maxCalls per process, counts the rest, and puts a new store in place of the old', async () => {

@@ -20,7 +20,8 @@
 // - mmap/mprotect without PROT_EXEC are left out (the loader makes dozens per program; only
 //   executable mappings say something).
 // The guest wrote the log: lines are bounded, counts are bounded, anything unreadable is counted
-// and skipped, and the log may stop anywhere (the result server's cap, a killed guest).
+// and skipped, and the log may stop anywhere: inside the call open when strace stopped (the normal
+// end of a sample still running), at the result server's cap, or where a guest went away (traceEnd).
 import path from 'node:path'
 import dnsPacket from 'dns-packet'
 import type { ProcessSeen } from '../types'
@@ -68,7 +69,10 @@ export interface StraceCallsResult {
   perProcess: Map<number, Summary>
   apistats: Record<string, Record<string, number>>
   notes: string[]
-  /** Set when the log stops inside a line (the result server's cap cut it, or the guest stopped). */
+  /**
+   * Set when calls are missing from the end of the log: the result server's per-file cap cut it,
+   * or the bytes stopped mid-line. A log ending inside a call that was still open is not cut.
+   */
   cut: string | null
 }
 
@@ -316,6 +320,29 @@ export class StraceCallsParser {
   }
 }
 
+/**
+ * What the last line of the log says about how it ended, when it has no newline. strace prints a
+ * call's start when the call is entered and the rest when it returns, so a trace whose strace was
+ * stopped (the analysis ended with the sample still running, as most malware is) ends inside the
+ * call that was open then: `123 1700000000.000001 clock_nanosleep(CLOCK_REALTIME, 0, {...}, `.
+ * That is the normal end, not a loss. The result server's per-file cap writes its marker after the
+ * last byte it kept (resultserver/sinks.ts): that, and only that, is a cut by the cap.
+ */
+export function traceEnd(last: string, cutLastLine: boolean, bytes: number): { cut: string | null; note: string | null } {
+  if (last.endsWith(CUT_MARKER)) {
+    const kept = bytes - Buffer.byteLength(CUT_MARKER, 'latin1')
+    return { cut: `${ARTIFACTS.straceLog} was cut at byte ${kept} by the result server's per-file cap (upload_max_size): calls after it are missing`, note: null }
+  }
+  if (!cutLastLine) return { cut: null, note: null }
+  const open = parseStraceLine(last)
+  if (open !== null && open.kind === 'call' && splitBody(open.body) === null) {
+    return { cut: null, note: `${ARTIFACTS.straceLog} ends inside ${open.name} of task ${open.tid}, a call still open when strace stopped` }
+  }
+  // Not strace's way to end: the bytes stopped arriving mid-line (the guest or its connection went
+  // away, or the task's upload limit was reached, which the task's errors then say).
+  return { cut: `${ARTIFACTS.straceLog} stops inside a line at byte ${bytes} (the upload ended there): calls after it may be missing`, note: null }
+}
+
 /** Reads logs/strace.log at `file` into the store; see the header. */
 export async function readStraceLog(file: string, store: CallsStoreWriter, known: ReadonlySet<number>): Promise<StraceCallsResult> {
   const parser = new StraceCallsParser(store, known)
@@ -325,11 +352,12 @@ export async function readStraceLog(file: string, store: CallsStoreWriter, known
     if (last !== '') await parser.line(last)
     last = text
   }
-  const cut = end.cutLastLine || last.endsWith(CUT_MARKER)
-  // A last line the cap cut short is half a call: left out rather than misread.
-  if (last !== '' && !cut) await parser.line(last)
+  const { cut, note } = traceEnd(last, end.cutLastLine, end.bytes)
+  // A last line without its end is half a call: left out rather than misread.
+  if (last !== '' && !end.cutLastLine && cut === null) await parser.line(last)
   const out = parser.result()
   if (end.overlong > 0) out.notes.push(`${ARTIFACTS.straceLog}: ${end.overlong} line(s) longer than ${MAX_LINE} bytes were skipped`)
-  if (cut) out.cut = `${ARTIFACTS.straceLog} ends inside a line at byte ${end.bytes} (cut by the result server's size cap, or the guest stopped): calls after it are missing`
+  if (note !== null) out.notes.push(note)
+  out.cut = cut
   return out
 }
