@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ProcessEntry, ProcessTreeNode } from '../types.js'
-import { analyzeBehaviorDetailed, type BehaviorResult } from './index.js'
+import { analyzeBehaviorDetailed, kernelImage, type BehaviorResult } from './index.js'
 import { MonitorLogWriter, TEST_APIS, filetime } from './monitor-log.fixture.js'
 
 const cleanup: string[] = []
@@ -178,5 +178,19 @@ describe('analyzeBehavior with both logs, and hostile lines', () => {
     expect(summary.file_deleted).toEqual((result.behavior.summary as Record<string, string[]>).file_deleted)
     expect(both.behavior.apistats).toEqual({ '999999': { NtCreateMutant: 1 } })
     expect(both.notes).toEqual([expect.stringMatching(/behavior\.jsonl: 2 line\(s\) that are not JSON objects were skipped$/)])
+  })
+})
+
+describe('the images of processes', () => {
+  it('the kernel\'s " (deleted)" goes when the trace shows that file exec\'d or removed; a fork polled before its exec takes the exec\'d file', () => {
+    const none = new Set<string>()
+    expect(kernelImage('/tmp/selfdel (deleted)', { forkedAs: '', execed: '/tmp/selfdel' }, none)).toBe('/tmp/selfdel')
+    expect(kernelImage('/tmp/x (deleted)', undefined, new Set(['/tmp/x']))).toBe('/tmp/x')
+    // A file really named so, which nothing shows was removed, keeps its name.
+    expect(kernelImage('/tmp/x (deleted)', { forkedAs: '', execed: '/tmp/x (deleted)' }, none)).toBe('/tmp/x (deleted)')
+    // tar forked gzip; /proc was read before the exec: the image is gzip's.
+    expect(kernelImage('/usr/bin/tar', { forkedAs: '/usr/bin/tar', execed: '/usr/bin/gzip' }, none)).toBe('/usr/bin/gzip')
+    // The kernel's view after the exec (a symlink resolved) stays.
+    expect(kernelImage('/usr/bin/dash', { forkedAs: '/usr/bin/sh', execed: '/usr/bin/sh' }, none)).toBe('/usr/bin/dash')
   })
 })

@@ -19,6 +19,8 @@
 //   resolves_host (DNS questions the process sent).
 // - mmap/mprotect without PROT_EXEC are left out (the loader makes dozens per program; only
 //   executable mappings say something).
+// - Each process's image: the file its last exec ran, and the one it was forked with (`images`),
+//   which index.ts checks /proc's view against (kernelImage).
 // The guest wrote the log: lines are bounded, counts are bounded, anything unreadable is counted
 // and skipped, and the log may stop anywhere: inside the call open when strace stopped (the normal
 // end of a sample still running), at the result server's cap, or where a guest went away (traceEnd).
@@ -52,6 +54,9 @@ interface Proc {
   ppid: number
   name: string
   path: string
+  /** The image it had when it was made (its parent's), and the file of its last exec. */
+  forkedAs: string
+  execed: string | null
   commandLine: string
   firstSeen: number
   exited: number | null
@@ -68,6 +73,8 @@ export interface StraceCallsResult {
   summary: Summary
   perProcess: Map<number, Summary>
   apistats: Record<string, Record<string, number>>
+  /** Per process the log showed: the image it was made with, and the file its last exec ran. */
+  images: Map<number, { forkedAs: string; execed: string | null }>
   notes: string[]
   /**
    * Set when calls are missing from the end of the log: the result server's per-file cap cut it,
@@ -127,7 +134,8 @@ export class StraceCallsParser {
   private newProc(pid: number, time: number, parent: Proc | null): Proc | null {
     if (this.procs.size >= MAX_TASKS) return null
     const p: Proc = {
-      pid, ppid: parent?.pid ?? 0, name: parent?.name ?? '', path: parent?.path ?? '', commandLine: parent?.commandLine ?? '',
+      pid, ppid: parent?.pid ?? 0, name: parent?.name ?? '', path: parent?.path ?? '', forkedAs: parent?.path ?? '', execed: null,
+      commandLine: parent?.commandLine ?? '',
       firstSeen: time, exited: null, cwd: parent?.cwd ?? null, reported: this.known.has(pid) || (parent?.reported ?? false),
       summary: new Map(), apistats: new Map()
     }
@@ -225,7 +233,7 @@ export class StraceCallsParser {
       this.counts.dropped++
       return
     }
-    const built = buildCall(name, split.args, { cwd: p.cwd })
+    const built = buildCall(name, split.args, { cwd: p.cwd }, ret?.decoration ?? null)
     if (built.cwd !== null) p.cwd = built.cwd
     const ok = ret !== null && ret.errno === null
     const args = built.arguments
@@ -237,6 +245,7 @@ export class StraceCallsParser {
       p.cwd = args.dirpath
     } else if ((name === 'execve' || name === 'execveat') && ok) {
       p.path = typeof args.filepath === 'string' ? args.filepath : p.path
+      p.execed = p.path
       p.commandLine = typeof args.command_line === 'string' ? args.command_line : p.path
       p.name = programName(args.argv, p.path)
       p.reported = true
@@ -299,9 +308,10 @@ export class StraceCallsParser {
 
   /** What the log showed, once every line was fed. */
   result(): StraceCallsResult {
-    const out: StraceCallsResult = { processes: [], summary: this.summary, perProcess: new Map(), apistats: {}, notes: [], cut: null }
+    const out: StraceCallsResult = { processes: [], summary: this.summary, perProcess: new Map(), apistats: {}, images: new Map(), notes: [], cut: null }
     for (const p of this.procs.values()) {
       if (!p.reported) continue
+      out.images.set(p.pid, { forkedAs: p.forkedAs, execed: p.execed })
       if (p.summary.size > 0) out.perProcess.set(p.pid, p.summary)
       if (p.apistats.size > 0) out.apistats[String(p.pid)] = Object.fromEntries(p.apistats)
       if (this.known.has(p.pid)) continue
