@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ProcessEntry, ProcessTreeNode } from '../types.js'
 import { analyzeBehaviorDetailed, kernelImage, type BehaviorResult } from './index.js'
+import { processName } from './aviary-log.js'
 import { MonitorLogWriter, TEST_APIS, filetime } from './monitor-log.fixture.js'
 
 const cleanup: string[] = []
@@ -181,7 +182,15 @@ describe('analyzeBehavior with both logs, and hostile lines', () => {
   })
 })
 
-describe('the images of processes', () => {
+describe('names and images of processes', () => {
+  it('a Windows process is named from its image, as Cuckoo and CAPE do; a Linux one from its command line', () => {
+    expect(processName('cmd /c echo hi', 'C:\\windows\\system32\\cmd.exe')).toBe('cmd.exe')
+    expect(processName('reg add HKCU\\x /f', 'C:\\windows\\system32\\reg.exe')).toBe('reg.exe')
+    expect(processName('"C:\\a b\\quick start.exe"', 'C:\\a b\\quick start.exe')).toBe('quick start.exe')
+    expect(processName('cmd /c echo hi', '')).toBe('cmd')
+    expect(processName('sh -c ls', '/usr/bin/dash')).toBe('sh')
+  })
+
   it('the kernel\'s " (deleted)" goes when the trace shows that file exec\'d or removed; a fork polled before its exec takes the exec\'d file', () => {
     const none = new Set<string>()
     expect(kernelImage('/tmp/selfdel (deleted)', { forkedAs: '', execed: '/tmp/selfdel' }, none)).toBe('/tmp/selfdel')
