@@ -149,6 +149,8 @@ describe('analyzeBehavior on a real Aviary analyzer log', () => {
     expect(summary.file_created).not.toContain(`${marker}/mod.txt`)
     expect(summary.file_deleted).toContain(`${marker}/victim.txt`)
     expect(summary.connects_ip).toContain('127.0.0.1')
+    // An address is no host name: connects_host gets names only from the run's DNS answers (connects-host.ts).
+    expect(summary.connects_host).toBeUndefined()
     expect(summary.command_line).toContain('sleep 0.3')
     const bashPid = Number(readFileSync(join(marker, 'bash.pid'), 'utf8'))
     const generic = result.behavior.generic as { pid: number; process_name: string; summary: Record<string, string[]> }[]

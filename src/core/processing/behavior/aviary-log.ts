@@ -148,13 +148,12 @@ export async function readAviaryLog(path: string): Promise<AviaryBehavior> {
     else if (f.op === 'deleted') note(pid, 'file_deleted', path)
     counts.files++
   }
+  // Addresses only: connects_host takes host names (Cuckoo's, from the name a program connected
+  // to), which the report's DNS answers give once the capture is read (connects-host.ts).
   for (const c of connections) {
     const dst = text(c.dst)
     if (dst === null) continue
-    const pid = num(c.pid)
-    note(pid, 'connects_ip', dst)
-    // No host names in the analyzer's connection records: the address is the host.
-    note(pid, 'connects_host', dst)
+    note(num(c.pid), 'connects_ip', dst)
     counts.connections++
   }
   // Registry values (Windows), as Cuckoo's summary names them: the key's path, then the value's name.

@@ -12,7 +12,7 @@
 //   so behavior.jsonl left it out), or a process that executed a program. A task that never did
 //   either, such as the sample's start that failed, gets no process.
 // - Summary keys from the calls, each filled here only (aviary-log.ts fills command_line,
-//   file_created, file_written, file_deleted, connects_ip and connects_host from behavior.jsonl,
+//   file_created, file_written, file_deleted and connects_ip from behavior.jsonl,
 //   which the analyzer built from the same strace output plus its folder snapshots and /proc
 //   polling): file_opened, file_read, file_failed, file_exists, file_moved, directory_created,
 //   directory_removed, directory_enumerated, dll_loaded (shared objects mapped executable),
