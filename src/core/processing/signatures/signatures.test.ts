@@ -5,6 +5,7 @@ import { runSignatures, scoreOf, MAX_MARKS } from './engine'
 import { ATTACK } from './attack'
 import { RULES } from './rules/index'
 import type { SignatureRule } from './signature'
+import { corpusFixtures } from '../../../../test/benign-corpus'
 
 type Report = Record<string, unknown>
 
@@ -206,6 +207,53 @@ const FITS: Readonly<Record<string, { detects: string; ids: readonly string[] }>
 }
 
 const declared = (rule: SignatureRule): string[] => [...new Set([...rule.ttp, ...(rule.techniques ?? [])])].sort()
+
+/**
+ * Each rule's silent case from the benign corpus (test/benign-corpus.ts; the reports of its real runs
+ * in test/fixtures/benign-corpus/, what the rules read of them): the run that comes nearest to what
+ * the rule looks for. Every rule must also stay silent on every other run of the corpus.
+ */
+const SILENT: Readonly<Record<string, { run: string; near: string }>> = {
+  drops_executable: { run: 'cc', near: 'the linker writes a program' },
+  drops_and_runs_executable: { run: 'make', near: 'it writes files and runs programs (cc, the linker)' },
+  starts_shell: { run: 'tar', near: 'GNU tar starts /bin/sh -c gzip' },
+  contacts_bare_ip: { run: 'curl', near: 'it connects to an address' },
+  resolves_many_domains: { run: 'wget', near: 'it looks up a name' },
+  deletes_self: { run: 'gzip', near: 'gzip removes the file it compressed' },
+  yara_match: { run: 'installer', near: 'a PE and the files it drops are scanned' },
+  suspicious_http: { run: 'curl', near: 'curl sends its own user agent' },
+  persistence_autorun: { run: 'installer', near: 'an installer writes files into Program Files and its settings into the registry' },
+  packed_section: { run: 'installer', near: 'a PE with sections' },
+  runs_from_temp: { run: 'python', near: 'the sample runs from /tmp and starts a program' },
+  vm_detection_strings: { run: 'installer', near: 'the strings of a PE' },
+  process_injection: { run: 'installer', near: 'a Windows program' },
+  persistence_cron: { run: 'tar', near: 'it extracts files' },
+  persistence_systemd: { run: 'dpkg', near: 'it reads the package database, unit files\' names included' },
+  persistence_shell_rc: { run: 'ssh-keygen', near: 'it writes into the home folder' },
+  ld_preload: { run: 'python', near: 'pyenv\'s shims exec programs with a changed environment' },
+  antidebug_ptrace: { run: 'coreutils', near: 'ordinary programs under the analyzer\'s strace' },
+  reads_credentials: { run: 'ssh-keygen', near: 'it reads back the private key it made' },
+  office_macro_autoexec: { run: 'python', near: 'the corpus has no Office document: none of its runs may fire it' },
+  lnk_starts_interpreter: { run: 'installer', near: 'the corpus has no shortcut: none of its runs may fire it' }
+}
+
+describe('the benign corpus', () => {
+  const corpus = corpusFixtures()
+
+  it('holds a dozen runs or more, each rule\'s silent case among them', () => {
+    expect(corpus.size).toBeGreaterThanOrEqual(12)
+    expect(Object.keys(SILENT).sort()).toEqual(RULES.map((r) => r.name).sort())
+    for (const [rule, { run }] of Object.entries(SILENT)) expect(corpus.has(run), `${rule}: ${run}`).toBe(true)
+  })
+
+  for (const [name, report] of corpus) {
+    it(`${name}: no rule fires`, () => {
+      const res = runSignatures(report)
+      expect(res.signatures.map((s) => ({ name: s.name, marks: s.marks }))).toEqual([])
+      expect(res.score).toBe(0)
+    })
+  }
+})
 
 describe('ATT&CK ids', () => {
   it('every rule declares the techniques that fit what it detects, and only those', () => {
