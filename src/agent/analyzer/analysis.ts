@@ -18,6 +18,7 @@ import { choosePackage, launchFor } from './packages.js'
 import { ProcMonitor } from './proc-monitor.js'
 import type { StraceResult } from './strace-log.js'
 import { startStrace } from './strace-run.js'
+import { explainStartError } from './start-error.js'
 import { windowsMonitor } from './windows-monitor.js'
 import { trustProxyCa } from './trust.js'
 import { BEHAVIOR_LOG } from '../../guest-protocol/netlog.js'
@@ -246,9 +247,10 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     if (first !== undefined && traced.startError === null) first.ppid = process.pid
     if (traced.startError !== null) {
       // strace itself started, but its execve of the sample failed: the sample never ran.
-      log.error(`the sample did not start: ${traced.startError}`)
+      const why = explainStartError(target, traced.startError)
+      log.error(`the sample did not start: ${why}`)
       record.reason = 'start-failed'
-      record.error = traced.startError
+      record.error = why
     }
   }
   record.pid = record.reason === 'start-failed' ? null : (traced?.processes[0]?.pid ?? (spawned ? root : null))

@@ -2,7 +2,8 @@
 // their order come from the shared table (src/shared/report-sections.ts); their modules from
 // sections.ts. Modules run by phase, as Cuckoo's run by `order`: first what the run left (target,
 // static, behavior, files, shots, memory), then YARA over everything collected, then what reads
-// those (network, metadata), then the signatures and the score, then debug. A module that fails is
+// those (network, metadata; the capture's DNS answers then name the hosts the behaviour connected to,
+// behavior/connects-host.ts), then the signatures and the score, then debug. A module that fails is
 // noted in `debug.errors` and its section holds its empty value: one bad pcap does not cost the
 // analyst the rest of the report. Only a failure to write the report itself fails the task's
 // processing. report.json's keys are written in the table's order.
@@ -15,6 +16,7 @@ import { SECTION_MODULES, type PartialReport, type SectionContext } from './sect
 import { staticAnalysis, type StaticReport } from './static'
 import { yaraScan } from './yara'
 import { scoreOf } from './signatures'
+import { nameConnectedHosts } from './behavior/connects-host'
 import { writeJsonReport } from '../reporting/json-writer'
 import { renderHtmlReport } from '../reporting/html/render'
 import { ARTIFACTS, artifactPath } from '../storage/layout'
@@ -93,6 +95,8 @@ export async function processAnalysis(processing: ProcessingContext, o: Pipeline
         built[key] = module.fallback(ctx)
       }
     }
+    // The capture's DNS answers name the hosts the behaviour connected to, before signatures read it.
+    if (phase === 2 && report.behavior !== undefined && report.network !== undefined) nameConnectedHosts(report.behavior, report.network.dns)
     if (phase === 3 && report.info !== undefined) report.info.score = scoreOf(report.signatures ?? [])
   }
 

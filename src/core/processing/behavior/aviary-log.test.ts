@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ProcessEntry, ProcessTreeNode } from '../types.js'
-import { analyzeBehaviorDetailed, type BehaviorResult } from './index.js'
+import { analyzeBehaviorDetailed, kernelImage, type BehaviorResult } from './index.js'
+import { processName } from './aviary-log.js'
 import { MonitorLogWriter, TEST_APIS, filetime } from './monitor-log.fixture.js'
 
 const cleanup: string[] = []
@@ -148,6 +149,8 @@ describe('analyzeBehavior on a real Aviary analyzer log', () => {
     expect(summary.file_created).not.toContain(`${marker}/mod.txt`)
     expect(summary.file_deleted).toContain(`${marker}/victim.txt`)
     expect(summary.connects_ip).toContain('127.0.0.1')
+    // An address is no host name: connects_host gets names only from the run's DNS answers (connects-host.ts).
+    expect(summary.connects_host).toBeUndefined()
     expect(summary.command_line).toContain('sleep 0.3')
     const bashPid = Number(readFileSync(join(marker, 'bash.pid'), 'utf8'))
     const generic = result.behavior.generic as { pid: number; process_name: string; summary: Record<string, string[]> }[]
@@ -178,5 +181,27 @@ describe('analyzeBehavior with both logs, and hostile lines', () => {
     expect(summary.file_deleted).toEqual((result.behavior.summary as Record<string, string[]>).file_deleted)
     expect(both.behavior.apistats).toEqual({ '999999': { NtCreateMutant: 1 } })
     expect(both.notes).toEqual([expect.stringMatching(/behavior\.jsonl: 2 line\(s\) that are not JSON objects were skipped$/)])
+  })
+})
+
+describe('names and images of processes', () => {
+  it('a Windows process is named from its image, as Cuckoo and CAPE do; a Linux one from its command line', () => {
+    expect(processName('cmd /c echo hi', 'C:\\windows\\system32\\cmd.exe')).toBe('cmd.exe')
+    expect(processName('reg add HKCU\\x /f', 'C:\\windows\\system32\\reg.exe')).toBe('reg.exe')
+    expect(processName('"C:\\a b\\quick start.exe"', 'C:\\a b\\quick start.exe')).toBe('quick start.exe')
+    expect(processName('cmd /c echo hi', '')).toBe('cmd')
+    expect(processName('sh -c ls', '/usr/bin/dash')).toBe('sh')
+  })
+
+  it('the kernel\'s " (deleted)" goes when the trace shows that file exec\'d or removed; a fork polled before its exec takes the exec\'d file', () => {
+    const none = new Set<string>()
+    expect(kernelImage('/tmp/selfdel (deleted)', { forkedAs: '', execed: '/tmp/selfdel' }, none)).toBe('/tmp/selfdel')
+    expect(kernelImage('/tmp/x (deleted)', undefined, new Set(['/tmp/x']))).toBe('/tmp/x')
+    // A file really named so, which nothing shows was removed, keeps its name.
+    expect(kernelImage('/tmp/x (deleted)', { forkedAs: '', execed: '/tmp/x (deleted)' }, none)).toBe('/tmp/x (deleted)')
+    // tar forked gzip; /proc was read before the exec: the image is gzip's.
+    expect(kernelImage('/usr/bin/tar', { forkedAs: '/usr/bin/tar', execed: '/usr/bin/gzip' }, none)).toBe('/usr/bin/gzip')
+    // The kernel's view after the exec (a symlink resolved) stays.
+    expect(kernelImage('/usr/bin/dash', { forkedAs: '/usr/bin/sh', execed: '/usr/bin/sh' }, none)).toBe('/usr/bin/dash')
   })
 })

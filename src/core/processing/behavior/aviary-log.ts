@@ -49,6 +49,20 @@ function program(commandLine: string): string {
   return m === null ? '' : (m[1] ?? m[2] ?? '')
 }
 
+/** A Windows image path: a drive letter or a UNC/device prefix. */
+const WINDOWS_PATH = /^(?:[A-Za-z]:[\\/]|\\\\)/
+
+/**
+ * A process's name. On Windows the image's file name, as Cuckoo's monitor and CAPE take it
+ * (`cmd.exe` for a process started as `cmd /c ...`, whose image is C:\windows\system32\cmd.exe).
+ * On Linux the name its command line gives (sh, not the dash it links to; bash even after it
+ * exec'd its last command), else the executable's.
+ */
+export function processName(commandLine: string, exe: string): string {
+  if (WINDOWS_PATH.test(exe)) return basename(exe)
+  return basename(program(commandLine) || exe)
+}
+
 export async function readAviaryLog(path: string): Promise<AviaryBehavior> {
   const out: AviaryBehavior = { analyzer: null, processes: [], summary: new Map(), perProcess: new Map(), notes: [] }
   const seen = new Map<number, ProcessSeen>()
@@ -104,9 +118,7 @@ export async function readAviaryLog(path: string): Promise<AviaryBehavior> {
       const entry: ProcessSeen = {
         pid,
         ppid: num(r.ppid) ?? 0,
-        // The name the command line gives (sh, not the dash it links to; bash even after it exec'd
-        // its last command), else the executable's.
-        process_name: basename(program(commandLine) || (exe ?? '')),
+        process_name: processName(commandLine, exe ?? ''),
         process_path: exe ?? '',
         command_line: commandLine,
         first_seen: (num(r.first_seen) ?? 0) / 1000,
@@ -136,13 +148,12 @@ export async function readAviaryLog(path: string): Promise<AviaryBehavior> {
     else if (f.op === 'deleted') note(pid, 'file_deleted', path)
     counts.files++
   }
+  // Addresses only: connects_host takes host names (Cuckoo's, from the name a program connected
+  // to), which the report's DNS answers give once the capture is read (connects-host.ts).
   for (const c of connections) {
     const dst = text(c.dst)
     if (dst === null) continue
-    const pid = num(c.pid)
-    note(pid, 'connects_ip', dst)
-    // No host names in the analyzer's connection records: the address is the host.
-    note(pid, 'connects_host', dst)
+    note(num(c.pid), 'connects_ip', dst)
     counts.connections++
   }
   // Registry values (Windows), as Cuckoo's summary names them: the key's path, then the value's name.

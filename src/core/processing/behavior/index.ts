@@ -141,6 +141,8 @@ export async function analyzeBehaviorDetailed(dir: string, options: BehaviorOpti
       merge(summary, traced.summary)
       for (const [pid, s] of traced.perProcess) addSummary(pid, s)
       Object.assign(apistats, traced.apistats)
+      const deleted = summary.get('file_deleted') ?? new Set<string>()
+      for (const p of processes) p.process_path = kernelImage(p.process_path, traced.images.get(p.pid), deleted)
     }
 
     result.notes.push(...store.notes())
@@ -181,6 +183,21 @@ export async function analyzeBehaviorDetailed(dir: string, options: BehaviorOpti
     anomaly
   }
   return result
+}
+
+/**
+ * A Linux process's executable: what the guest's /proc said (`exe`, the kernel's view: symlinks
+ * resolved), checked against the trace. The kernel appends " (deleted)" to an image whose file was
+ * removed, which is no part of its name: it goes when the trace shows that file was the one exec'd
+ * or removed. A poll that caught a fork before its exec shows the image it was forked with: the
+ * exec'd file replaces it.
+ */
+export function kernelImage(path: string, image: { forkedAs: string; execed: string | null } | undefined, deleted: ReadonlySet<string>): string {
+  if (image !== undefined && image.execed !== null && image.forkedAs !== '' && path === image.forkedAs && image.execed !== image.forkedAs) return image.execed
+  const DELETED = ' (deleted)'
+  if (!path.endsWith(DELETED)) return path
+  const file = path.slice(0, -DELETED.length)
+  return file === image?.execed || file === image?.forkedAs || deleted.has(file) ? file : path
 }
 
 /** A monitor process as behavior.processes[] shows it (Cuckoo's keys, without the parser's bookkeeping). */

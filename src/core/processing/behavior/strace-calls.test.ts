@@ -164,6 +164,73 @@ describe('a shell sample and a Python program under strace', () => {
   })
 })
 
+describe('paths as the kernel saw them (strace -yy annotations)', () => {
+  const C = `#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  int dir = open(argv[1], O_RDONLY | O_DIRECTORY);
+  close(openat(dir, "link", O_RDONLY));
+  if (chdir(argv[1]) != 0) return 2;
+  close(open("./link", O_RDONLY));
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+  socklen_t l = sizeof a;
+  bind(s, (struct sockaddr *)&a, sizeof a); listen(s, 1); getsockname(s, (struct sockaddr *)&a, &l);
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  connect(c, (struct sockaddr *)&a, sizeof a);
+  close(accept(s, NULL, NULL));
+  int e = open("/usr/bin/true", O_RDONLY);
+  char *av[] = { "true", 0 }, *ev[] = { 0 };
+  fexecve(e, av, ev);
+  return 1;
+}
+`
+  let procs: Proc[]
+  let summary: Record<string, unknown[]>
+  let secret: string
+  let dir: string
+
+  beforeAll(async () => {
+    const src = join(work, 'kernel-paths.c')
+    const exe = join(work, 'kernel-paths')
+    writeFileSync(src, C)
+    execFileSync('cc', ['-o', exe, src])
+    secret = join(work, 'secret.txt')
+    writeFileSync(secret, 'not for you\n')
+    dir = join(work, 'links')
+    mkdirSync(dir, { recursive: true })
+    execFileSync('ln', ['-sf', '../secret.txt', join(dir, 'link')])
+    const out = analysisDir()
+    trace(join(out, 'logs', 'strace.log'), [exe, dir], work)
+    const r = await analyzeBehaviorDetailed(out)
+    procs = r.behavior.processes as Proc[]
+    summary = r.behavior.summary as Record<string, unknown[]>
+  }, 60_000)
+
+  it('an open through a symlink, by a dirfd or a relative path, names the file reached; the path given stays in filepath_r', () => {
+    const opens = procs.flatMap((p) => byApi(p, 'openat')).filter((c) => String(c.arguments.filepath_r ?? '').endsWith('link'))
+    expect(opens.map((c) => [c.arguments.filepath, c.arguments.filepath_r])).toEqual([[secret, 'link'], [secret, './link']])
+    expect(summary.file_read).toContain(secret)
+    expect(summary.file_read).not.toContain(join(dir, 'link'))
+  })
+
+  it('an accepted connection names its peer from the returned socket', () => {
+    const accept = procs.flatMap((p) => byApi(p, 'accept').concat(byApi(p, 'accept4')))[0]
+    // accept(s, NULL, NULL): no address argument, only the annotation `= 5<TCP:[127.0.0.1:x->127.0.0.1:y]>`.
+    expect(accept?.arguments).toMatchObject({ ip_address: '127.0.0.1', port: expect.any(Number) })
+  })
+
+  it('fexecve runs the descriptor\'s file: execveat names it, and the process is that program', () => {
+    const p = procs.find((x) => byApi(x, 'execveat').length > 0)
+    expect(byApi(p, 'execveat')[0]?.arguments).toMatchObject({ filepath: '/usr/bin/true', flags: 'AT_EMPTY_PATH' })
+    expect(p).toMatchObject({ process_path: '/usr/bin/true', process_name: 'true' })
+  })
+})
+
 describe('a hostile strace log', () => {
   const good = (pid: number, t: number, call: string): string => `${pid} 1700000000.${String(t).padStart(6, '0')} ${call}\n`
 
@@ -210,7 +277,21 @@ describe('a hostile strace log', () => {
       'logs/strace.log: 1 resumed call(s) without their start were skipped',
       `logs/strace.log: 1 line(s) longer than ${MAX_LINE} bytes were skipped`
     ]))
-    expect(r.incomplete).toEqual([expect.stringMatching(/^logs\/strace\.log ends inside a line at byte \d+/)])
+    expect(r.incomplete).toEqual([expect.stringMatching(/^logs\/strace\.log was cut at byte \d+ by the result server's per-file cap \(upload_max_size\): calls after it are missing$/)])
+  })
+
+  it('a log ending inside a call still open is whole (a note); one stopping mid-line otherwise says calls may be missing', async () => {
+    const open = analysisDir()
+    writeFileSync(join(open, 'logs', 'strace.log'), good(100, 1, 'execve("/bin/sleep", ["sleep", "600"], 0x7ffd /* 3 vars */) = 0') +
+      '100 1700000000.000002 clock_nanosleep(CLOCK_REALTIME, 0, {tv_sec=600, tv_nsec=0}, ')
+    const r = await analyzeBehaviorDetailed(open)
+    expect(r.incomplete).toEqual([])
+    expect(r.notes).toContain('logs/strace.log ends inside clock_nanosleep of task 100, a call still open when strace stopped')
+    expect((r.behavior.processes as Proc[])[0]?.calls.map((c) => c.api)).toEqual(['execve'])
+    const cut = analysisDir()
+    writeFileSync(join(cut, 'logs', 'strace.log'), good(100, 1, 'execve("/bin/sleep", ["sleep", "600"], 0x7ffd /* 3 vars */) = 0') + '100 17000')
+    const c = await analyzeBehaviorDetailed(cut)
+    expect(c.incomplete).toEqual(['logs/strace.log stops inside a line at byte 95 (the upload ended there): calls after it may be missing'])
   })
 
   it('keeps at most maxCalls per process, counts the rest, and puts a new store in place of the old', async () => {

@@ -12,15 +12,18 @@
 //   so behavior.jsonl left it out), or a process that executed a program. A task that never did
 //   either, such as the sample's start that failed, gets no process.
 // - Summary keys from the calls, each filled here only (aviary-log.ts fills command_line,
-//   file_created, file_written, file_deleted, connects_ip and connects_host from behavior.jsonl,
+//   file_created, file_written, file_deleted and connects_ip from behavior.jsonl,
 //   which the analyzer built from the same strace output plus its folder snapshots and /proc
 //   polling): file_opened, file_read, file_failed, file_exists, file_moved, directory_created,
 //   directory_removed, directory_enumerated, dll_loaded (shared objects mapped executable),
 //   resolves_host (DNS questions the process sent).
 // - mmap/mprotect without PROT_EXEC are left out (the loader makes dozens per program; only
 //   executable mappings say something).
+// - Each process's image: the file its last exec ran, and the one it was forked with (`images`),
+//   which index.ts checks /proc's view against (kernelImage).
 // The guest wrote the log: lines are bounded, counts are bounded, anything unreadable is counted
-// and skipped, and the log may stop anywhere (the result server's cap, a killed guest).
+// and skipped, and the log may stop anywhere: inside the call open when strace stopped (the normal
+// end of a sample still running), at the result server's cap, or where a guest went away (traceEnd).
 import path from 'node:path'
 import dnsPacket from 'dns-packet'
 import type { ProcessSeen } from '../types'
@@ -51,6 +54,9 @@ interface Proc {
   ppid: number
   name: string
   path: string
+  /** The image it had when it was made (its parent's), and the file of its last exec. */
+  forkedAs: string
+  execed: string | null
   commandLine: string
   firstSeen: number
   exited: number | null
@@ -67,8 +73,13 @@ export interface StraceCallsResult {
   summary: Summary
   perProcess: Map<number, Summary>
   apistats: Record<string, Record<string, number>>
+  /** Per process the log showed: the image it was made with, and the file its last exec ran. */
+  images: Map<number, { forkedAs: string; execed: string | null }>
   notes: string[]
-  /** Set when the log stops inside a line (the result server's cap cut it, or the guest stopped). */
+  /**
+   * Set when calls are missing from the end of the log: the result server's per-file cap cut it,
+   * or the bytes stopped mid-line. A log ending inside a call that was still open is not cut.
+   */
   cut: string | null
 }
 
@@ -123,7 +134,8 @@ export class StraceCallsParser {
   private newProc(pid: number, time: number, parent: Proc | null): Proc | null {
     if (this.procs.size >= MAX_TASKS) return null
     const p: Proc = {
-      pid, ppid: parent?.pid ?? 0, name: parent?.name ?? '', path: parent?.path ?? '', commandLine: parent?.commandLine ?? '',
+      pid, ppid: parent?.pid ?? 0, name: parent?.name ?? '', path: parent?.path ?? '', forkedAs: parent?.path ?? '', execed: null,
+      commandLine: parent?.commandLine ?? '',
       firstSeen: time, exited: null, cwd: parent?.cwd ?? null, reported: this.known.has(pid) || (parent?.reported ?? false),
       summary: new Map(), apistats: new Map()
     }
@@ -221,7 +233,7 @@ export class StraceCallsParser {
       this.counts.dropped++
       return
     }
-    const built = buildCall(name, split.args, { cwd: p.cwd })
+    const built = buildCall(name, split.args, { cwd: p.cwd }, ret?.decoration ?? null)
     if (built.cwd !== null) p.cwd = built.cwd
     const ok = ret !== null && ret.errno === null
     const args = built.arguments
@@ -233,6 +245,7 @@ export class StraceCallsParser {
       p.cwd = args.dirpath
     } else if ((name === 'execve' || name === 'execveat') && ok) {
       p.path = typeof args.filepath === 'string' ? args.filepath : p.path
+      p.execed = p.path
       p.commandLine = typeof args.command_line === 'string' ? args.command_line : p.path
       p.name = programName(args.argv, p.path)
       p.reported = true
@@ -295,9 +308,10 @@ export class StraceCallsParser {
 
   /** What the log showed, once every line was fed. */
   result(): StraceCallsResult {
-    const out: StraceCallsResult = { processes: [], summary: this.summary, perProcess: new Map(), apistats: {}, notes: [], cut: null }
+    const out: StraceCallsResult = { processes: [], summary: this.summary, perProcess: new Map(), apistats: {}, images: new Map(), notes: [], cut: null }
     for (const p of this.procs.values()) {
       if (!p.reported) continue
+      out.images.set(p.pid, { forkedAs: p.forkedAs, execed: p.execed })
       if (p.summary.size > 0) out.perProcess.set(p.pid, p.summary)
       if (p.apistats.size > 0) out.apistats[String(p.pid)] = Object.fromEntries(p.apistats)
       if (this.known.has(p.pid)) continue
@@ -316,6 +330,29 @@ export class StraceCallsParser {
   }
 }
 
+/**
+ * What the last line of the log says about how it ended, when it has no newline. strace prints a
+ * call's start when the call is entered and the rest when it returns, so a trace whose strace was
+ * stopped (the analysis ended with the sample still running, as most malware is) ends inside the
+ * call that was open then: `123 1700000000.000001 clock_nanosleep(CLOCK_REALTIME, 0, {...}, `.
+ * That is the normal end, not a loss. The result server's per-file cap writes its marker after the
+ * last byte it kept (resultserver/sinks.ts): that, and only that, is a cut by the cap.
+ */
+export function traceEnd(last: string, cutLastLine: boolean, bytes: number): { cut: string | null; note: string | null } {
+  if (last.endsWith(CUT_MARKER)) {
+    const kept = bytes - Buffer.byteLength(CUT_MARKER, 'latin1')
+    return { cut: `${ARTIFACTS.straceLog} was cut at byte ${kept} by the result server's per-file cap (upload_max_size): calls after it are missing`, note: null }
+  }
+  if (!cutLastLine) return { cut: null, note: null }
+  const open = parseStraceLine(last)
+  if (open !== null && open.kind === 'call' && splitBody(open.body) === null) {
+    return { cut: null, note: `${ARTIFACTS.straceLog} ends inside ${open.name} of task ${open.tid}, a call still open when strace stopped` }
+  }
+  // Not strace's way to end: the bytes stopped arriving mid-line (the guest or its connection went
+  // away, or the task's upload limit was reached, which the task's errors then say).
+  return { cut: `${ARTIFACTS.straceLog} stops inside a line at byte ${bytes} (the upload ended there): calls after it may be missing`, note: null }
+}
+
 /** Reads logs/strace.log at `file` into the store; see the header. */
 export async function readStraceLog(file: string, store: CallsStoreWriter, known: ReadonlySet<number>): Promise<StraceCallsResult> {
   const parser = new StraceCallsParser(store, known)
@@ -325,11 +362,12 @@ export async function readStraceLog(file: string, store: CallsStoreWriter, known
     if (last !== '') await parser.line(last)
     last = text
   }
-  const cut = end.cutLastLine || last.endsWith(CUT_MARKER)
-  // A last line the cap cut short is half a call: left out rather than misread.
-  if (last !== '' && !cut) await parser.line(last)
+  const { cut, note } = traceEnd(last, end.cutLastLine, end.bytes)
+  // A last line without its end is half a call: left out rather than misread.
+  if (last !== '' && !end.cutLastLine && cut === null) await parser.line(last)
   const out = parser.result()
   if (end.overlong > 0) out.notes.push(`${ARTIFACTS.straceLog}: ${end.overlong} line(s) longer than ${MAX_LINE} bytes were skipped`)
-  if (cut) out.cut = `${ARTIFACTS.straceLog} ends inside a line at byte ${end.bytes} (cut by the result server's size cap, or the guest stopped): calls after it are missing`
+  if (note !== null) out.notes.push(note)
+  out.cut = cut
   return out
 }

@@ -1,10 +1,12 @@
 // What each traced Linux system call becomes in behavior.processes[].calls: its category and its
 // arguments by name (Cuckoo's names where the monitor has one for the same thing: filepath,
 // oldfilepath/newfilepath, dirpath, ip_address, port, buffer, command_line...), one table entry per
-// call so a line adds one. Paths are made absolute the way the kernel would read them (against the
-// dirfd strace decorated, else the process's working directory); the text as the program passed it
-// is kept as `<name>_r` when the two differ (Cuckoo's filepath_r). Values are bounded: a guest can
-// put anything in its log.
+// call so a line adds one. Paths name what the kernel reached, from strace's -yy annotations where
+// it prints one: the descriptor an open returned (`= 3</etc/shadow>` for a symlink /tmp/.s to it),
+// the descriptor execveat ran (`execveat(3</usr/bin/true>, "", ..., AT_EMPTY_PATH)`), a socket's
+// ends; else the path is made absolute against the dirfd strace annotated, or the process's working
+// directory. The text as the program passed it is kept as `<name>_r` when the two differ (Cuckoo's
+// filepath_r). Values are bounded: a guest can put anything in its log.
 import path from 'node:path'
 import {
   decorationPath, parseArray, parseFd, parseSockaddr, parseSocketDecoration, parseString, parseStruct, splitArgs, stringText, type SockAddr
@@ -233,11 +235,16 @@ function msgParts(token: string): { buffer: string | null; dns: Buffer | null; a
   }
 }
 
+/** Calls whose returned descriptor is the file their path argument named. */
+const OPENS = new Set(['open', 'openat', 'openat2', 'creat'])
+/** Calls whose returned descriptor is a connected socket. */
+const ACCEPTS = new Set(['accept', 'accept4'])
+
 /**
- * Named arguments of `name(args)` for the process whose working directory is `ctx.cwd`.
- * `ret` is the descriptor decoration of the return value, if any (unused for now by names).
+ * Named arguments of `name(args)` for the process whose working directory is `ctx.cwd`; `ret` is
+ * strace's annotation of the returned descriptor (`/etc/shadow`, `TCP:[a:1->b:2]`), if any.
  */
-export function buildCall(name: string, argTokens: string[], ctx: PathContext): BuiltCall {
+export function buildCall(name: string, argTokens: string[], ctx: PathContext, ret: string | null = null): BuiltCall {
   const spec = TABLE[name]
   const out: BuiltCall = { category: spec?.category ?? SYS, arguments: {}, dns: [], cwd: null }
   const args = out.arguments
@@ -360,6 +367,22 @@ export function buildCall(name: string, argTokens: string[], ctx: PathContext): 
       }
     }
   })
+  // The file an open reached, symlinks and relative paths resolved by the kernel: what the path
+  // named (as given, and made absolute) stays in filepath_r.
+  if (OPENS.has(name) && ret !== null && ret.startsWith('/') && typeof args.filepath === 'string') {
+    const real = cap(decorationPath(ret))
+    if (real !== args.filepath) {
+      args.filepath_r ??= args.filepath
+      args.filepath = real
+    }
+  }
+  // fexecve: the program is the descriptor's file (its path argument is "").
+  if (name === 'execveat' && args.filepath === '' && String(args.flags ?? '').includes('AT_EMPTY_PATH')) {
+    const fd = parseFd(argTokens[0] ?? '')
+    if (fd.decoration !== null) args.filepath = cap(decorationPath(fd.decoration))
+  }
+  // An accepted connection: its peer is in the returned descriptor's annotation.
+  if (ACCEPTS.has(name) && ret !== null && remote === undefined) remote = parseSocketDecoration(ret)?.remote
   // send/recv on a connected socket: the peer is in the descriptor's decoration.
   if (remote !== undefined && args.ip_address === undefined && out.category === NET) setAddr(args, remote)
   if (remote !== undefined && out.category === FILE && (name === 'read' || name === 'write' || name.startsWith('p'))) {

@@ -46,7 +46,7 @@ export interface Marker {
   ioc(category: string, ioc: string, description?: string): void
   call(pid: number, cid: number, call: Record<string, unknown>): void
   generic(fields: Record<string, unknown>): void
-  /** A technique the evidence itself names (a YARA rule's ATT&CK meta), added to the rule's `ttp`. */
+  /** A technique this evidence is (one of the rule's `techniques`, or a YARA rule's ATT&CK meta), added to its `ttp`. */
   technique(id: string): void
 }
 
@@ -59,8 +59,13 @@ export interface SignatureRule {
   categories: string[]
   families?: string[]
   references?: string[]
-  /** MITRE ATT&CK technique ids (attack.ts names them); the report's `ttp` is built from these. */
+  /** MITRE ATT&CK technique ids (attack.ts names them) every firing carries; the report's `ttp` starts from these. */
   ttp: readonly string[]
+  /**
+   * Technique ids its evidence may add (`mark.technique`): a Run key is T1547.001, a service
+   * T1543.003. Declared here so that the tests can check each one against what the rule detects.
+   */
+  techniques?: readonly string[]
   run(report: Record<string, unknown>, mark: Marker): void
   /**
    * Evidence in the processes' calls (Cuckoo's `on_call`): `onCall` sees each call whose api is in

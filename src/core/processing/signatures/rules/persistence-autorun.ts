@@ -6,26 +6,31 @@
 import type { SignatureRule } from '../signature'
 import { commandLines, summary, writtenPaths } from '../../../reporting/report-view'
 
-const AUTORUN_KEYS = [
-  /\\software\\(wow6432node\\)?microsoft\\windows\\currentversion\\(run|runonce|runonceex|runservices|runservicesonce|policies\\explorer\\run)(\\|$)/i,
-  /\\software\\(wow6432node\\)?microsoft\\windows nt\\currentversion\\(winlogon\\(userinit|shell)|windows\\(appinit_dlls|load|run))$/i,
-  /\\system\\(currentcontrolset|controlset\d{3})\\services\\[^\\]+\\(imagepath|servicedll)$/i,
-  /\\software\\(wow6432node\\)?microsoft\\windows nt\\currentversion\\image file execution options\\[^\\]+\\debugger$/i
+/** Each autostart place and the ATT&CK technique it is; registry ones are also T1112 (Modify Registry). */
+const AUTORUN_KEYS: [RegExp, string][] = [
+  [/\\software\\(wow6432node\\)?microsoft\\windows\\currentversion\\(run|runonce|runonceex|runservices|runservicesonce|policies\\explorer\\run)(\\|$)/i, 'T1547.001'],
+  // Windows NT\CurrentVersion\Windows\Load and \Run start programs at log-on as the Run keys do.
+  [/\\software\\(wow6432node\\)?microsoft\\windows nt\\currentversion\\windows\\(load|run)$/i, 'T1547.001'],
+  [/\\software\\(wow6432node\\)?microsoft\\windows nt\\currentversion\\winlogon\\(userinit|shell)$/i, 'T1547.004'],
+  [/\\software\\(wow6432node\\)?microsoft\\windows nt\\currentversion\\windows\\appinit_dlls$/i, 'T1546.010'],
+  [/\\system\\(currentcontrolset|controlset\d{3})\\services\\[^\\]+\\(imagepath|servicedll)$/i, 'T1543.003'],
+  [/\\software\\(wow6432node\\)?microsoft\\windows nt\\currentversion\\image file execution options\\[^\\]+\\debugger$/i, 'T1546.012']
 ]
 
-const AUTORUN_FILES = [
-  /\\start menu\\programs\\startup\\/i,
-  /\\windows\\system32\\tasks\\/i,
-  /\/\.config\/autostart\/[^/]+\.desktop$/,
-  /^\/etc\/xdg\/autostart\//,
-  /^\/etc\/(rc\.local|init\.d\/)/
+const AUTORUN_FILES: [RegExp, string][] = [
+  [/\\start menu\\programs\\startup\\/i, 'T1547.001'],
+  [/\\windows\\system32\\tasks\\/i, 'T1053.005'],
+  [/\/\.config\/autostart\/[^/]+\.desktop$/, 'T1547.013'],
+  [/^\/etc\/xdg\/autostart\//, 'T1547.013'],
+  // rc.local and the SysV init scripts rc runs at boot: RC scripts.
+  [/^\/etc\/(rc\.local|init\.d\/)/, 'T1037.004']
 ]
 
-const AUTORUN_COMMANDS = [
-  /\bschtasks(\.exe)?\s.*\/create\b/i,
-  /\breg(\.exe)?\s+add\s.*\\currentversion\\run/i,
-  /\bsc(\.exe)?\s+create\b/i,
-  /\bupdate-rc\.d\b.*\bdefaults\b/
+const AUTORUN_COMMANDS: [RegExp, string[]][] = [
+  [/\bschtasks(\.exe)?\s.*\/create\b/i, ['T1053.005']],
+  [/\breg(\.exe)?\s+add\s.*\\currentversion\\run/i, ['T1547.001', 'T1112']],
+  [/\bsc(\.exe)?\s+create\b/i, ['T1543.003']],
+  [/\bupdate-rc\.d\b.*\bdefaults\b/, ['T1037.004']]
 ]
 
 export const persistenceAutorun: SignatureRule = {
@@ -33,21 +38,29 @@ export const persistenceAutorun: SignatureRule = {
   description: 'Installs itself to run automatically at boot or log-on',
   severity: 3,
   categories: ['persistence'],
-  ttp: ['T1547', 'T1053', 'T1543'],
+  // Each place is its own technique (a Run key is not a scheduled task): every mark adds its own.
+  ttp: [],
+  techniques: ['T1547.001', 'T1547.004', 'T1547.013', 'T1546.010', 'T1546.012', 'T1543.003', 'T1053.005', 'T1037.004', 'T1112'],
   run(report, mark) {
     const keys = new Set([...summary(report, 'regkey_written'), ...summary(report, 'regkey_created')])
     for (const k of keys) {
-      if (!AUTORUN_KEYS.some((re) => re.test(k))) continue
+      const hit = AUTORUN_KEYS.find(([re]) => re.test(k))
+      if (hit === undefined) continue
       mark.ioc('registry', k)
+      mark.technique(hit[1])
       mark.technique('T1112')
-      // A Run key (not a service or a debugger): the sub-technique names it.
-      if (AUTORUN_KEYS[0]!.test(k)) mark.technique('T1547.001')
     }
     for (const p of writtenPaths(report)) {
-      if (!AUTORUN_FILES.some((re) => re.test(p))) continue
+      const hit = AUTORUN_FILES.find(([re]) => re.test(p))
+      if (hit === undefined) continue
       mark.ioc('file', p)
-      if (AUTORUN_FILES[0]!.test(p)) mark.technique('T1547.001')
+      mark.technique(hit[1])
     }
-    for (const { cmd } of commandLines(report)) if (AUTORUN_COMMANDS.some((re) => re.test(cmd))) mark.ioc('cmdline', cmd)
+    for (const { cmd } of commandLines(report)) {
+      const hit = AUTORUN_COMMANDS.find(([re]) => re.test(cmd))
+      if (hit === undefined) continue
+      mark.ioc('cmdline', cmd)
+      for (const t of hit[1]) mark.technique(t)
+    }
   }
 }

@@ -1,5 +1,8 @@
 // Fires when a process of the run starts from a temporary or world-writable folder (%TEMP%,
-// AppData, /tmp, /dev/shm, /var/tmp): second stages are unpacked there and run.
+// AppData, /tmp, /dev/shm, /var/tmp): second stages are unpacked there and run. Its technique is
+// the one the sample starts it with, the system's process API (T1106, Native API): the user had no
+// part in it, so it is not User Execution. process_path is the kernel's image without the
+// " (deleted)" a self-deleting sample's carries (behavior/index.ts), so the sample is known by name.
 import type { SignatureRule } from '../signature'
 import { baseName, num, obj, objs, str } from '../../../reporting/report-view'
 
@@ -13,7 +16,7 @@ export const runsFromTemp: SignatureRule = {
   description: 'Runs a program from a temporary or user-writable folder',
   severity: 1,
   categories: ['execution'],
-  ttp: ['T1204.002'],
+  ttp: ['T1106'],
   run(report, mark) {
     // The sample itself is placed in a temp folder by the analyzer: it does not count.
     const sample = baseName(str(obj(report, 'target', 'file'), 'name'))
