@@ -4,7 +4,7 @@
 import path from 'node:path'
 import { Command, InvalidArgumentError } from 'commander'
 import pkg from '../../package.json'
-import { DEFAULT_THRESHOLD, DIST_DEFAULT_HOST, DIST_DEFAULT_PORT, parseFormats, resolveDistConfig, type DistConfig, type DistConfigInput } from './config'
+import { DEFAULT_THRESHOLD, DEFAULT_TRANSFER_TIMEOUT, DIST_DEFAULT_HOST, DIST_DEFAULT_PORT, parseFormats, resolveDistConfig, type DistConfig, type DistConfigInput } from './config'
 
 const int = (name: string, min: number, max: number) => (v: string): number => {
   const n = Number(v)
@@ -28,6 +28,7 @@ interface CommonFlags {
   uptimeLogfile?: string
   data?: string
   threshold?: number
+  transferTimeout?: number
 }
 
 interface DistFlags extends CommonFlags {
@@ -47,6 +48,8 @@ const withCommon = (c: Command): Command => c
   .option('--uptime-logfile <file>', 'append one JSON line per node status check')
   .option('--data <dir>', "the dispatcher's folder (default: the dist folder in Aviary's data directory)")
   .option('--threshold <n>', 'tasks per assignment round', int('threshold', 1, 1_000_000), DEFAULT_THRESHOLD)
+  .option('--transfer-timeout <seconds>', 'how long a node may take to answer a submission or send a report; a submission whose answer was ' +
+    'lost is made again only this long after it began, if no copy of it is on the node', int('transfer-timeout', 1, 86_400), DEFAULT_TRANSFER_TIMEOUT)
 
 const toInput = (o: CommonFlags): DistConfigInput => ({
   debug: o.debug ?? false,
@@ -56,7 +59,8 @@ const toInput = (o: CommonFlags): DistConfigInput => ({
   ...(o.reportFormats !== undefined ? { reportFormats: o.reportFormats } : {}),
   ...(o.uptimeLogfile !== undefined ? { uptimeLogfile: path.resolve(o.uptimeLogfile) } : {}),
   ...(o.data !== undefined ? { dataDir: o.data } : {}),
-  ...(o.threshold !== undefined ? { threshold: o.threshold } : {})
+  ...(o.threshold !== undefined ? { threshold: o.threshold } : {}),
+  ...(o.transferTimeout !== undefined ? { transferTimeout: o.transferTimeout } : {})
 })
 
 /** Runs `aviary dist …` or `aviary dist-worker …` (argv starts with the command name). */
@@ -150,6 +154,7 @@ function distArgs(config: DistConfig, o: DistFlags): string[] {
   const args = ['dist', '-H', config.host, '-p', String(config.port), '--data', config.dataDir,
     '--samples-directory', config.samplesDir, '--reports-directory', config.reportsDir,
     '--report-formats', config.reportFormats.join(','), '--threshold', String(config.threshold)]
+  if (config.transferTimeout !== DEFAULT_TRANSFER_TIMEOUT) args.push('--transfer-timeout', String(config.transferTimeout))
   if (o.db !== undefined) args.push('--db', o.db)
   if (config.uptimeLogfile) args.push('--uptime-logfile', config.uptimeLogfile)
   if (!config.worker) args.push('--no-worker')

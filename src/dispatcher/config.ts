@@ -8,6 +8,8 @@ export const DIST_DEFAULT_HOST = 'localhost'
 export const DIST_DEFAULT_PORT = 9003
 export const DEFAULT_THRESHOLD = 500
 export const DEFAULT_MAX_UPLOAD = 1024 ** 3
+/** Seconds a node has to take one submission or send one report (and how long a lost submission is waited for). */
+export const DEFAULT_TRANSFER_TIMEOUT = 600
 
 export interface DistConfig {
   host: string
@@ -21,6 +23,12 @@ export interface DistConfig {
   reportFormats: string[]
   uptimeLogfile: string | null
   threshold: number
+  /**
+   * Seconds a node has to answer one submission or send one report or pcap. A submission whose
+   * answer never came (the dispatcher was killed, the connection broke) is made again only once
+   * this long has passed since it began and no copy of it is on the node (worker/takeover.ts).
+   */
+  transferTimeout: number
   /** false: API only (workers run as `aviary dist-worker`). */
   worker: boolean
   maxUploadBytes: number
@@ -47,6 +55,7 @@ export function resolveDistConfig(input: DistConfigInput = {}, env: NodeJS.Proce
     reportFormats: formats.length ? formats : ['json'],
     uptimeLogfile: input.uptimeLogfile ?? null,
     threshold: input.threshold ?? DEFAULT_THRESHOLD,
+    transferTimeout: input.transferTimeout ?? DEFAULT_TRANSFER_TIMEOUT,
     worker: input.worker ?? true,
     maxUploadBytes: input.maxUploadBytes ?? DEFAULT_MAX_UPLOAD
   }

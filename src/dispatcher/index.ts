@@ -65,6 +65,7 @@ export function workerOptions(config: DistConfig): WorkerOptions {
     reportsDir: config.reportsDir,
     reportFormats: config.reportFormats,
     threshold: config.threshold,
+    transferTimeoutMs: config.transferTimeout * 1000,
     uptimeLogfile: config.uptimeLogfile
   }
 }

@@ -230,7 +230,11 @@ export function dispatcherApiSuite(name: string, db: () => Promise<string | unde
           [form({ package: 'exe' }), /^file: required/],
           [form({ file: 'not a file part' }), /^file: must be a file part/],
           [form({}, { name: 'empty.exe', data: '' }), /^file: the file is empty/],
-          [new URLSearchParams({ url: 'ftp://example.com/' }), /^url: an http or https URL/]
+          [new URLSearchParams({ url: 'ftp://example.com/' }), /^url: an http or https URL/],
+          // The dispatcher's own mark on the node's copy (worker/marker.ts), and the room it takes.
+          [form({ options: 'route=none, aviary_dist=1-x' }, file), /^options: aviary_dist is set by the dispatcher/],
+          [new URLSearchParams({ url: 'http://a/', options: 'aviary_dist=' }), /^options: aviary_dist is set by the dispatcher/],
+          [form({ options: 'x'.repeat(4033) }, file), /^options: text of at most 4032 characters/]
         ]
         for (const [body, message] of cases) {
           const r = await call('POST', '/api/task', body)

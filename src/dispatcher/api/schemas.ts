@@ -3,8 +3,9 @@
 // The task fields are the analysis API's own (src/shared), since the dispatcher forwards them to
 // a node that validates them the same way: a bad value is refused here, not lost on a node.
 import { Type, type Static } from 'typebox'
-import { allowed } from '../../shared/api/schema-words'
+import { allowed, Text } from '../../shared/api/schema-words'
 import { BOOLEAN_PATTERN, CommonTaskFields } from '../../shared/api/requests'
+import { MARKER_OPTION, MARKER_ROOM } from '../worker/marker'
 
 const Flag = (description: string) =>
   allowed(Type.String({ pattern: BOOLEAN_PATTERN, description }), 'one of 1/0, true/false, yes/no, on/off (any case); empty means false')
@@ -45,7 +46,10 @@ export const SubmitTaskBody = Type.Object({
   url: Type.Optional(allowed(Type.String({ minLength: 1, maxLength: 8192, description: 'Aviary extension: a URL to analyze instead of a file' }),
     'an http or https URL (without a scheme, http:// is assumed)')),
   node: Type.Optional(allowed(Type.String({ maxLength: 255, description: 'assign straight to this enabled node' }), 'the name of an enabled node')),
-  ...CommonTaskFields
+  ...CommonTaskFields,
+  // The node gets them with the dispatcher's mark appended (worker/marker.ts), within its own limit.
+  options: Type.Optional(Text(`options for the analysis package, comma-separated key=value (${MARKER_OPTION} is the dispatcher's own)`,
+    (CommonTaskFields.options as { maxLength?: number }).maxLength! - MARKER_ROOM))
 })
 export type SubmitTaskBody = Static<typeof SubmitTaskBody>
 

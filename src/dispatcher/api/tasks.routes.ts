@@ -7,6 +7,7 @@ import { addRoute, answer } from './generations'
 import { badRequest, pathId, DistError } from './errors'
 import { uploadOf } from './uploads'
 import { fieldsAsSent } from '../../shared/api/task-fields'
+import { MARKER_OPTION, setsMarker } from '../worker/marker'
 import { AnyBody, BulkDeleteBody, Ok, SubmitTaskBody, TaskIdParams, TaskListQuery, errors, truthy } from './schemas'
 
 export function tasksRoutes(app: FastifyInstance, svc: DispatcherService): void {
@@ -46,6 +47,9 @@ export function tasksRoutes(app: FastifyInstance, svc: DispatcherService): void 
       if (upload && url !== undefined) throw badRequest('url', 'send either a file or a url, not both')
       if (!upload && url === undefined) throw badRequest('file', 'required; a file part of a multipart/form-data body (or a `url` field)')
       if (upload && upload.size === 0) throw badRequest('file', 'the file is empty')
+      if (setsMarker(f.options ?? null)) {
+        throw badRequest('options', `${MARKER_OPTION} is set by the dispatcher (its mark on the node's copy of the task); leave it out`)
+      }
       const fields = fieldsAsSent(f)
       const id = await svc.createTask(upload
         ? { ...fields, category: 'file', path: upload.path, filename: upload.filename, url: null }

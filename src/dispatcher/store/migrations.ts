@@ -105,6 +105,23 @@ export const migrationSteps: MigrationStep[] = [
     name: 'node API tokens',
     // A node whose API asks for `Authorization: Bearer` (Cuckoo 2.0.7 generates a token on install).
     sql: () => ['ALTER TABLE nodes ADD COLUMN token TEXT']
+  },
+  {
+    version: 3,
+    name: 'copies found on nodes',
+    // One row per mark (worker/marker.ts) of a submission cut short whose node-side copy was taken
+    // over by its task (adopted, with the node task id) or given up (abandoned: deleted on the node
+    // when seen). The primary key makes the decision once, whoever asks first.
+    sql: () => [
+      `CREATE TABLE node_copies (
+        marker       TEXT PRIMARY KEY,
+        task_id      INTEGER NOT NULL,
+        node_id      INTEGER NOT NULL,
+        outcome      TEXT NOT NULL,
+        node_task_id INTEGER,
+        decided      TEXT NOT NULL
+      )`
+    ]
   }
 ]
 

@@ -5,7 +5,9 @@
 import type pg from 'pg'
 import { createVersionTable, pendingSteps, postgresDialect } from './migrations'
 import {
+  ADOPT_WHERE,
   ALL_STATUSES,
+  COPY_COLUMNS,
   TASK_COLUMNS,
   machinesByNode,
   nodePatchColumns,
@@ -14,11 +16,13 @@ import {
   taskListWhere,
   toMachine,
   toNode,
+  toCopyDecision,
   toTask,
   type RawMachine
 } from './rows'
 import {
   DuplicateNodeError,
+  type CopyDecision,
   type DistStore,
   type DistTaskRow,
   type DistTaskStatus,
@@ -355,4 +359,51 @@ export class PostgresDistStore implements DistStore {
     )
     return r.rowCount ?? 0
   }
+
+  // ---- copies found on nodes
+
+  async adoptCopy(c: { marker: string; taskId: number; nodeId: number; nodeTaskId: number; worker: string }): Promise<boolean> {
+    try {
+      return await this.tx(async (q) => {
+        // Adoptions of one node task wait for each other, so each sees whether another one took it
+        // (the NOT EXISTS of ADOPT_WHERE reads what was committed before the statement began).
+        await q.query('SELECT pg_advisory_xact_lock($1::int, $2::int)', [c.nodeId, c.nodeTaskId])
+        // The mark's row first: a concurrent abandonCopy of the same mark waits for this transaction.
+        const ins = await q.query(
+          `INSERT INTO node_copies (marker, task_id, node_id, outcome, node_task_id, decided) VALUES ($1, $2, $3, 'adopted', $4, $5)
+           ON CONFLICT (marker) DO NOTHING`,
+          [c.marker, c.taskId, c.nodeId, c.nodeTaskId, nowLocal()]
+        )
+        if (ins.rowCount !== 1) throw new NotAdopted()
+        const moved = await q.query(
+          numbered(`UPDATE tasks SET status = 'processing', node_task_id = ?, delegated = ?, claimed_by = NULL, claim_until = NULL WHERE ${ADOPT_WHERE}`),
+          [c.nodeTaskId, nowLocal(), c.taskId, c.nodeId, c.worker, c.nodeId, c.nodeTaskId]
+        )
+        if (moved.rowCount !== 1) throw new NotAdopted()
+        return true
+      })
+    } catch (err) {
+      if (err instanceof NotAdopted) return false
+      throw err
+    }
+  }
+
+  async abandonCopy(c: { marker: string; taskId: number; nodeId: number }): Promise<CopyDecision> {
+    // An insert that meets a row being written by another transaction waits for it to end.
+    await this.pool.query(
+      `INSERT INTO node_copies (marker, task_id, node_id, outcome, node_task_id, decided) VALUES ($1, $2, $3, 'abandoned', NULL, $4)
+       ON CONFLICT (marker) DO NOTHING`,
+      [c.marker, c.taskId, c.nodeId, nowLocal()]
+    )
+    return (await this.copyDecision(c.marker)) as CopyDecision
+  }
+
+  async copyDecision(marker: string): Promise<CopyDecision | null> {
+    const { rows } = await this.pool.query<Row>(`SELECT ${COPY_COLUMNS} FROM node_copies WHERE marker = $1`, [marker])
+    const r = rows[0]
+    return r === undefined ? null : toCopyDecision(r)
+  }
 }
+
+/** Rolls adoptCopy's transaction back: the mark was decided before, or the task cannot take the copy. */
+class NotAdopted extends Error {}

@@ -1,6 +1,6 @@
 // What both stores share besides the schema: turning raw rows into the interface's types, the
 // timestamp format, and the balancing rule of assignPending.
-import type { DistTaskRow, DistTaskStatus, MachineInfo, NodePatch, NodeRow, TaskListQuery } from './types'
+import type { CopyDecision, DistTaskRow, DistTaskStatus, MachineInfo, NodePatch, NodeRow, TaskListQuery } from './types'
 
 export const TASK_COLUMNS =
   'id, category, path, filename, url, package, timeout, priority, options, machine, platform, tags, custom, ' +
@@ -95,6 +95,23 @@ export function toTask(r: Record<string, unknown>): DistTaskRow {
 
 
 /** The columns an updateNode patch sets, with their values (booleans as given). */
+export const COPY_COLUMNS = 'outcome, task_id, node_id, node_task_id'
+
+// Processing tasks claim the copies they know when their node lists them finished; a copy is
+// adopted only by a task that is assigned to that node, and only when no processing task of that
+// node knows it (the same node task fetched for two tasks would be a report given twice).
+export const ADOPT_WHERE = `id = ? AND status = 'assigned' AND node_id = ? AND claimed_by = ?
+  AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.node_id = ? AND o.node_task_id = ? AND o.status = 'processing')`
+
+export function toCopyDecision(r: Record<string, unknown>): CopyDecision {
+  return {
+    outcome: r.outcome === 'adopted' ? 'adopted' : 'abandoned',
+    task_id: Number(r.task_id),
+    node_id: Number(r.node_id),
+    node_task_id: r.node_task_id === null || r.node_task_id === undefined ? null : Number(r.node_task_id)
+  }
+}
+
 export function nodePatchColumns(patch: NodePatch): Array<[column: string, value: string | boolean | null]> {
   const out: Array<[string, string | boolean | null]> = []
   for (const key of ['name', 'url', 'token', 'enabled', 'mode'] as const) {

@@ -5,7 +5,9 @@
 import Database from 'better-sqlite3'
 import { createVersionTable, pendingSteps, sqliteDialect } from './migrations'
 import {
+  ADOPT_WHERE,
   ALL_STATUSES,
+  COPY_COLUMNS,
   TASK_COLUMNS,
   machinesByNode,
   nodePatchColumns,
@@ -14,11 +16,13 @@ import {
   taskListWhere,
   toMachine,
   toNode,
+  toCopyDecision,
   toTask,
   type RawMachine
 } from './rows'
 import {
   DuplicateNodeError,
+  type CopyDecision,
   type DistStore,
   type DistTaskRow,
   type DistTaskStatus,
@@ -327,5 +331,38 @@ export class SqliteDistStore implements DistStore {
       )
       .run(nodeId)
     return r.changes
+  }
+
+  // ---- copies found on nodes
+
+  async adoptCopy(c: { marker: string; taskId: number; nodeId: number; nodeTaskId: number; worker: string }): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        if (this.prepare('SELECT 1 FROM node_copies WHERE marker = ?').get(c.marker) !== undefined) return false
+        const moved = this.prepare(
+            `UPDATE tasks SET status = 'processing', node_task_id = ?, delegated = ?, claimed_by = NULL, claim_until = NULL WHERE ${ADOPT_WHERE}`
+          )
+          .run(c.nodeTaskId, nowLocal(), c.taskId, c.nodeId, c.worker, c.nodeId, c.nodeTaskId)
+        if (moved.changes !== 1) return false
+        this.prepare("INSERT INTO node_copies (marker, task_id, node_id, outcome, node_task_id, decided) VALUES (?, ?, ?, 'adopted', ?, ?)")
+          .run(c.marker, c.taskId, c.nodeId, c.nodeTaskId, nowLocal())
+        return true
+      })
+      .immediate()
+  }
+
+  async abandonCopy(c: { marker: string; taskId: number; nodeId: number }): Promise<CopyDecision> {
+    return this.db
+      .transaction(() => {
+        this.prepare("INSERT OR IGNORE INTO node_copies (marker, task_id, node_id, outcome, node_task_id, decided) VALUES (?, ?, ?, 'abandoned', NULL, ?)")
+          .run(c.marker, c.taskId, c.nodeId, nowLocal())
+        return toCopyDecision(this.prepare(`SELECT ${COPY_COLUMNS} FROM node_copies WHERE marker = ?`).get(c.marker) as Row)
+      })
+      .immediate()
+  }
+
+  async copyDecision(marker: string): Promise<CopyDecision | null> {
+    const r = this.prepare(`SELECT ${COPY_COLUMNS} FROM node_copies WHERE marker = ?`).get(marker) as Row | undefined
+    return r ? toCopyDecision(r) : null
   }
 }

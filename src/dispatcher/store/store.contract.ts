@@ -312,6 +312,88 @@ export function storeContract(name: string, target: () => ContractTarget): void 
       expect((await s.assignPending(10, () => [m.id], new Map())).length).toBe(3)
     })
 
+    it('decides a copy found on a node once: taken over by its task, assigned there and claimed by the worker, or given up', async () => {
+      const s = await fresh()
+      const n = await s.addNode({ name: 'n', url: 'http://n/', machines: [] })
+      const m = await s.addNode({ name: 'm', url: 'http://m/', machines: [] })
+      const ids: number[] = []
+      for (let i = 0; i < 5; i++) ids.push(await s.createTask(task({ node_id: n.id })))
+      const unclaimed = await s.createTask(task({ node_id: n.id }))
+      expect((await s.claimForSubmit(n.id, 5, 'w1', 60)).map((t) => t.id)).toEqual(ids)
+      const adopt = (marker: string, taskId: number, nodeTaskId: number, o: { nodeId?: number; worker?: string } = {}) =>
+        s.adoptCopy({ marker, taskId, nodeId: o.nodeId ?? n.id, nodeTaskId, worker: o.worker ?? 'w1' })
+
+      // Not the worker that holds the claim, not the task's node, a task nobody claimed: refused, nothing recorded.
+      expect(await adopt('A', ids[0]!, 50, { worker: 'w2' })).toBe(false)
+      expect(await adopt('A', ids[0]!, 50, { nodeId: m.id })).toBe(false)
+      expect(await adopt('A', unclaimed, 50)).toBe(false)
+      expect(await s.copyDecision('A')).toBeNull()
+      expect(await s.getTask(ids[0]!)).toMatchObject({ status: 'assigned', node_task_id: null })
+
+      expect(await adopt('A', ids[0]!, 50)).toBe(true)
+      expect(await s.copyDecision('A')).toEqual({ outcome: 'adopted', task_id: ids[0], node_id: n.id, node_task_id: 50 })
+      expect(await s.getTask(ids[0]!)).toMatchObject({ status: 'processing', node_task_id: 50 })
+      expect((await s.getTask(ids[0]!))?.delegated).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/)
+      // Out of the submit lease: fetched like any submitted task.
+      expect((await s.claimForFetch(n.id, 50, 'w2', 60))?.id).toBe(ids[0])
+
+      // A mark is decided once; a node task a processing task knows is taken by no other task.
+      expect(await adopt('A', ids[1]!, 51)).toBe(false)
+      expect(await adopt('B', ids[1]!, 50)).toBe(false)
+      expect(await s.copyDecision('B')).toBeNull()
+      expect(await s.abandonCopy({ marker: 'A', taskId: ids[0]!, nodeId: n.id })).toMatchObject({ outcome: 'adopted', node_task_id: 50 })
+
+      // Given up: it stays so, and the task is still to be submitted.
+      expect(await s.abandonCopy({ marker: 'C', taskId: ids[2]!, nodeId: n.id })).toEqual({ outcome: 'abandoned', task_id: ids[2], node_id: n.id, node_task_id: null })
+      expect(await s.abandonCopy({ marker: 'C', taskId: ids[2]!, nodeId: n.id })).toMatchObject({ outcome: 'abandoned' })
+      expect(await adopt('C', ids[2]!, 52)).toBe(false)
+      expect(await s.getTask(ids[2]!)).toMatchObject({ status: 'assigned', node_task_id: null })
+
+      // A deleted task takes nothing over.
+      await s.deleteTask(ids[3]!)
+      expect(await adopt('D', ids[3]!, 53)).toBe(false)
+      // Once the task that had it is finished, a node that handed the id out again (its database
+      // was reset) may carry another task's copy under it.
+      await s.markFinished(ids[0]!, null)
+      expect(await adopt('B', ids[1]!, 50)).toBe(true)
+      expect(await s.getTask(ids[1]!)).toMatchObject({ status: 'processing', node_task_id: 50 })
+    })
+
+    it('decides each copy once when workers race over it on separate connections', async () => {
+      const s = await fresh()
+      const racers = [s, await connect(), await connect()]
+      const n = await s.addNode({ name: 'n', url: 'http://n/', machines: [] })
+      for (let round = 0; round < 10; round++) {
+        // Three tasks, each claimed by its own worker, all shown the same node task (a hostile
+        // node): one of them takes it.
+        const ids = [await s.createTask(task({ node_id: n.id })), await s.createTask(task({ node_id: n.id })), await s.createTask(task({ node_id: n.id }))]
+        for (const [i, id] of ids.entries()) {
+          await racers[i]!.claimForSubmit(n.id, 1, `w${i}`, 60)
+          expect((await s.getTask(id))?.status).toBe('assigned')
+        }
+        const nodeTaskId = 1000 + round
+        const won = await Promise.all(ids.map((id, i) => racers[i]!.adoptCopy({ marker: `r${round}-${i}`, taskId: id, nodeId: n.id, nodeTaskId, worker: `w${i}` })))
+        expect(won.filter(Boolean), `round ${round}`).toHaveLength(1)
+        const holders = (await s.listTasks({ status: 'processing' })).filter((t) => t.node_task_id === nodeTaskId)
+        expect(holders.map((t) => t.id)).toEqual([ids[won.indexOf(true)]])
+        for (const t of holders) await s.markFinished(t.id, null)
+        for (const id of ids) await s.deleteTask(id)
+
+        // One mark, taken over by its task while the collector gives it up: one decision stands, and both see it.
+        const t = await s.createTask(task({ node_id: n.id }))
+        await racers[0]!.claimForSubmit(n.id, 1, 'w0', 60)
+        const marker = `race-${round}`
+        const [adopted, decision] = await Promise.all([
+          racers[0]!.adoptCopy({ marker, taskId: t, nodeId: n.id, nodeTaskId: 2000 + round, worker: 'w0' }),
+          racers[1]!.abandonCopy({ marker, taskId: t, nodeId: n.id })
+        ])
+        expect(decision.outcome).toBe(adopted ? 'adopted' : 'abandoned')
+        expect((await s.getTask(t))?.status).toBe(adopted ? 'processing' : 'assigned')
+        if (adopted) await s.markFinished(t, null)
+        await s.deleteTask(t)
+      }
+    })
+
     describe('racing workers over 2,000 tasks', () => {
       const TASKS = 2000
       let childScript = ''

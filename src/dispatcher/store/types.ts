@@ -143,6 +143,29 @@ export interface DistStore {
   markFinished(taskId: number, started: string | null): Promise<void>
   /** Unfinished tasks of a node go back to pending (the node stopped answering). Returns how many. */
   requeueNode(nodeId: number): Promise<number>
+
+  // ---- copies a submission cut short left on a node, found by their mark (worker/marker.ts)
+  /**
+   * Task `taskId` takes over the node task `nodeTaskId` that carries `marker`, instead of being
+   * submitted again: in one transaction the mark is recorded adopted and the task becomes
+   * processing with that node task id. Only when no decision was made on the mark before, the task
+   * is assigned to `nodeId` and its submit claim is held by `worker`, and no other processing task
+   * of that node has that node task id. False, with nothing changed, otherwise.
+   */
+  adoptCopy(c: { marker: string; taskId: number; nodeId: number; nodeTaskId: number; worker: string }): Promise<boolean>
+  /** Records that the copy carrying `marker` belongs to no task, unless a decision was made before; returns the one that stands. */
+  abandonCopy(c: { marker: string; taskId: number; nodeId: number }): Promise<CopyDecision>
+  /** The decision made on a mark, or null. */
+  copyDecision(marker: string): Promise<CopyDecision | null>
+}
+
+/** What became of a node-side copy that a submission cut short may have left (worker/marker.ts). */
+export interface CopyDecision {
+  outcome: 'adopted' | 'abandoned'
+  task_id: number
+  node_id: number
+  /** The node task taken over (adopted), null when abandoned. */
+  node_task_id: number | null
 }
 
 export class DuplicateNodeError extends Error {}

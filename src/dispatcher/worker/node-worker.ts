@@ -12,6 +12,7 @@ import type { CleanupLedger } from './cleanup'
 import type { ListedTask, UncertainSubmissions } from './uncertain'
 import { mapLimit, type RunResult } from './loop'
 import { Submitter } from './submit'
+import { isNodeTaskId } from './takeover'
 import { fetchReports, type FetchSpec, type NodeTaskNote } from './reports'
 
 export interface WorkerLog {
@@ -80,7 +81,7 @@ export class NodeWorker {
       // of the contact: a node that answers its status but not them is no use either, and a
       // success recorded before them would reset its failures every round.
       await this.cleanLeftovers(node, api)
-      more = await this.submitter.submit(node, transfer, pending)
+      more = await this.submitter.submit(node, api, transfer, pending)
       await this.collect(node, api, transfer)
     } catch (err) {
       if (!(err instanceof ApiClientError)) throw err
@@ -160,15 +161,26 @@ export class NodeWorker {
     if (unclaimed?.length) await this.deleteLostCopies(node, api, unclaimed)
   }
 
-  /** Deletes the copies that cut-short submissions left on the node (uncertain.ts), unfetched. */
+  /**
+   * Deletes, unfetched, the finished copies that submissions cut short left on the node and that
+   * no task takes over (uncertain.ts, takeover.ts). A copy whose task still waits to be submitted
+   * to this node is left to it: it takes the copy over before submitting (submit.ts).
+   */
   private async deleteLostCopies(node: NodeRow, api: AnalysisClient, unclaimed: ListedTask[]): Promise<void> {
-    const known = (id: number) => this.ctx.store.knowsNodeTask(node.id, id)
-    for (const orphan of await this.ctx.uncertain.orphans(node.id, unclaimed, known, this.ctx.leaseSeconds * 1000)) {
-      const gone = await this.deleteOnNode(api, orphan.id)
+    const { store, uncertain } = this.ctx
+    for (const { id, entry } of await uncertain.copies(node.id, unclaimed)) {
+      if (!isNodeTaskId(id) || (await store.knowsNodeTask(node.id, id))) continue
+      const { task: taskId, marker } = entry.note
+      const t = await store.getTask(taskId)
+      if (t?.status === 'assigned' && t.node_id === node.id) continue
+      // Recorded before the delete: a task put back on this node meanwhile can no longer take it over.
+      const decision = await store.abandonCopy({ marker, taskId, nodeId: node.id })
+      if (decision.outcome === 'adopted' && decision.node_task_id === id) continue
+      const gone = await this.deleteOnNode(api, id)
       if (gone === null) return
       if (!gone) continue
-      this.ctx.uncertain.remove(orphan.note)
-      this.ctx.log.info(`dist: deleted task #${orphan.id} on ${node.name}: a copy no task knows, left by a submission cut short`)
+      uncertain.remove(entry.name)
+      this.ctx.log.info(`dist: deleted task #${id} on ${node.name}: a copy of task ${taskId} that no task takes over, left by a submission cut short`)
     }
   }
 

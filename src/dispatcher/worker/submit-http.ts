@@ -10,6 +10,12 @@ import https from 'node:https'
 import { randomUUID } from 'node:crypto'
 import { ANSWERS, ApiClientError, createdTask, decodeAnswer, refusalMessage, type Fields } from '../../shared/api/client'
 
+/**
+ * No usable answer because no connection was ever made (refused, no route, the deadline passed
+ * while connecting): the node received nothing, so it made no task.
+ */
+export class NotSentError extends ApiClientError {}
+
 const agents = {
   http: new http.Agent({ keepAlive: true, maxSockets: 16 }),
   https: new https.Agent({ keepAlive: true, maxSockets: 16 })
@@ -49,6 +55,8 @@ export function postMultipart(
   const mod = url.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
     let late = false
+    // Whether a byte of the request can have left: once a connection exists (a kept-alive one at once).
+    let connected = false
     // The first settlement wins; after the deadline every path reports the deadline.
     const fail = (message: string): void => reject(new ApiClientError(0, late ? `${where}: no complete answer within ${timeoutMs} ms` : message))
     const req = mod.request(url, {
@@ -87,9 +95,14 @@ export function postMultipart(
       late = true
       req.destroy(new Error('deadline'))
     }, timeoutMs)
+    req.on('socket', (socket) => {
+      if (!socket.connecting) connected = true
+      else socket.once('connect', () => { connected = true })
+    })
     req.on('error', (err) => {
       clearTimeout(timer)
-      fail(`cannot reach ${base}: ${err.message}`)
+      if (!connected) reject(new NotSentError(0, late ? `${where}: no connection within ${timeoutMs} ms` : `cannot reach ${base}: ${err.message}`))
+      else fail(`cannot reach ${base}: ${err.message}`)
     })
     req.end(form.body)
   })

@@ -1,82 +1,85 @@
-// Submissions that may have left a copy on a node that no task of ours knows. A note is written
-// BEFORE each submission request, `<reports>/.node-uncertain/<node>-<task>-<random>.json`, as a
-// file every worker sharing the reports directory sees, and removed once the node's task id is
-// committed to the store. So a note outlives its submission when:
+// Submissions that may have left a copy on a node that no task of ours knows yet. A note is written
+// BEFORE each submission request, `<reports>/.node-uncertain/<node>-<task>-<32 hex>.json`, as a file
+// every worker sharing the reports directory sees, and removed once the node's task id is
+// committed to the store. It holds the mark (marker.ts) the request puts in the node-side task's
+// options, the sample's sha256 or the URL, and when the request began. So a note outlives its
+// submission when:
 // - the answer was lost (the connection broke or timed out after the request went out, or the node
-//   answered garbage): the attempt ends and the note is settled (no longer open);
-// - the worker died between the request and the commit (kill -9, a crash): the note stays open,
-//   naming a worker that no longer runs (identity.ts);
-// - the task was deleted or requeued before its mark was written: settled.
-// The dispatcher submits such a task again, so the node may end up with a copy nobody will fetch.
+//   answered garbage);
+// - the worker died between the request and the commit (kill -9, a crash), the request answered,
+//   still on its way, or not yet sent;
+// - the task was deleted or requeued before its mark was written.
 //
-// A finished node task that none of our tasks knows and that matches a note no longer in flight
-// (same sample sha256 and file name, or same URL) is such a copy: deleted on the node, never
-// fetched. Unless a submission of the same sample is in flight to that node: its note is open,
-// and the unknown task may be that submission's, about to be committed; the match waits for it.
-// A note of a worker we cannot check (another machine) counts as in flight for `openMs` (a lease)
-// after it was written. A note that never matches (the request never arrived) expires.
-import { randomUUID } from 'node:crypto'
+// What becomes of such a copy is decided in the store, once per mark (DistStore.adoptCopy and
+// abandonCopy): the task takes it over (submit.ts, before submitting the task again), or it belongs
+// to no task and is deleted on the node, never fetched (node-worker.ts). Notes are written with
+// synchronous calls: measured over 10,000 submissions, writeFile + rm through fs/promises cost ~1.5 s
+// of CPU (the thread pool's hand-offs), the same calls made synchronously ~0.1 s, each ~10 µs.
 import { mkdirSync, unlinkSync, writeFileSync } from 'node:fs'
-import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
 import path from 'node:path'
-import { isDeadLocalWorker } from './identity'
+import { isMarker, markerOf, newMarker } from './marker'
 
-/** What identifies the copy on the node. */
+/** What identifies the copy on the node besides its mark. */
 export type SubmissionKey = { category: 'file'; sha256: string; filename: string } | { category: 'url'; url: string }
 
-interface Note {
+export interface Note {
   task: number
   key: SubmissionKey
-  /** When the submission began (epoch ms). */
+  /** The mark put in the node-side task's options. */
+  marker: string
+  /** When the request began (epoch ms). */
   at: number
-  /** The worker submitting, while the attempt may still be in flight (absent: settled). */
-  open?: string
+  /** The worker that made it (for a person reading the folder). */
+  worker: string
+}
+
+/** A note and its file name. */
+export interface NoteEntry {
+  name: string
+  note: Note
 }
 
 /** What the node's task list says of a task (Cuckoo 2 and Aviary both list these). */
 export interface ListedTask {
   id: number
+  status?: unknown
   category?: unknown
   target?: unknown
   sample?: unknown
+  options?: unknown
 }
 
-/** Notes older than this are dropped: the node never created that task, or it was cleaned. */
+/** Notes older than this are dropped: whatever their copy was, it has been dealt with or never came. */
 const EXPIRY_MS = 7 * 24 * 3600 * 1000
 
-const sameKey = (a: SubmissionKey, b: SubmissionKey): boolean =>
-  a.category === 'url' ? b.category === 'url' && a.url === b.url : b.category === 'file' && a.sha256 === b.sha256 && a.filename === b.filename
-
-/** Whether a listed task is the copy `key` describes. The node's fields are checked, not trusted. */
-function matches(key: SubmissionKey, t: ListedTask): boolean {
+/** Whether a listed task is a copy of the sample or URL `key` names. The node's fields are checked, not trusted. */
+export function sameTarget(key: SubmissionKey, t: ListedTask): boolean {
   if (key.category === 'url') return t.category === 'url' && t.target === key.url
   const sha = typeof t.sample === 'object' && t.sample !== null ? (t.sample as { sha256?: unknown }).sha256 : undefined
-  if (t.category === 'url' || typeof sha !== 'string' || sha.toLowerCase() !== key.sha256) return false
-  // Cuckoo keeps the upload as <tmp>/upload_<x>/<name>, Aviary as uploads/<sha256>/<name>.
-  return typeof t.target === 'string' && t.target.split(/[\\/]/).pop() === key.filename
+  return t.category !== 'url' && typeof sha === 'string' && sha.toLowerCase() === key.sha256
 }
 
 const isMissing = (err: unknown): boolean => (err as NodeJS.ErrnoException).code === 'ENOENT'
 
+function isNote(v: unknown): v is Note {
+  const n = v as Partial<Note> | null
+  return typeof n === 'object' && n !== null && typeof n.task === 'number' && typeof n.at === 'number' && isMarker(n.marker) &&
+    typeof n.key === 'object' && n.key !== null
+}
+
 export class UncertainSubmissions {
   private readonly dir: string
 
-  constructor(
-    reportsDir: string,
-    private readonly now: () => number = Date.now,
-    private readonly isDead: (worker: string) => boolean = isDeadLocalWorker
-  ) {
+  constructor(reportsDir: string, private readonly now: () => number = Date.now) {
     this.dir = path.join(reportsDir, '.node-uncertain')
   }
 
-  // open() and remove() run for every submission, so they are synchronous: measured over 10,000
-  // submissions, writeFile + rm through fs/promises cost ~1.5 s of CPU (the thread pool's hand-
-  // offs), the same calls made synchronously ~0.1 s, each ~10 µs on a local disk.
-
-  /** Notes a submission about to be made by `worker`; returns the note's name. */
-  open(nodeId: number, taskId: number, key: SubmissionKey, worker: string): string {
-    const name = `${nodeId}-${taskId}-${randomUUID()}.json`
-    const text = JSON.stringify({ task: taskId, key, at: this.now(), open: worker } satisfies Note)
+  /** Notes a submission about to be made by `worker`: the note's name and the mark the request must carry. */
+  open(nodeId: number, taskId: number, key: SubmissionKey, worker: string): { name: string; marker: string } {
+    const marker = newMarker(taskId)
+    const name = `${nodeId}-${marker}.json`
+    const text = JSON.stringify({ task: taskId, key, marker, at: this.now(), worker } satisfies Note)
     const file = path.join(this.dir, name)
     try {
       writeFileSync(file, text)
@@ -86,23 +89,15 @@ export class UncertainSubmissions {
       mkdirSync(this.dir, { recursive: true })
       writeFileSync(file, text)
     }
-    return name
+    return { name, marker }
   }
 
   remove(name: string): void {
     try {
       unlinkSync(path.join(this.dir, path.basename(name)))
     } catch (err) {
-      if (!isMissing(err)) throw err // already removed (another worker deleted its copy)
+      if (!isMissing(err)) throw err // already removed (another worker settled it)
     }
-  }
-
-  /** The attempt ended without a committed id (answer lost, or its task went away): the copy may exist. */
-  async settle(name: string): Promise<void> {
-    const note = await this.read(name)
-    if (!note) return
-    delete note.open
-    await writeFile(path.join(this.dir, name), JSON.stringify(note))
   }
 
   /** Whether any note waits for this node (one readdir: the common answer is no). */
@@ -110,45 +105,59 @@ export class UncertainSubmissions {
     return (await this.files(nodeId)).length > 0
   }
 
-  /**
-   * Given the finished node tasks that no task of ours claimed, listed BEFORE this call, returns
-   * those to delete on the node, each with the note it answers. `known(id)` says whether a task of
-   * ours was given that node task id. The order matters: a submission whose note is gone by now
-   * had committed its id before, so `known` (asked after the notes are read) sees it.
-   */
-  async orphans(nodeId: number, unclaimed: ListedTask[], known: (id: number) => Promise<boolean>, openMs: number): Promise<Array<{ id: number; note: string }>> {
-    const now = this.now()
-    const notes: Array<{ name: string; note: Note }> = []
+  /** The notes of these tasks on this node, by task (one readdir; only their files are read). */
+  async ofTasks(nodeId: number, taskIds: Iterable<number>): Promise<Map<number, NoteEntry[]>> {
+    const wanted = new Set(taskIds)
+    const out = new Map<number, NoteEntry[]>()
+    if (wanted.size === 0) return out
     for (const name of await this.files(nodeId)) {
+      const task = Number(name.slice(`${nodeId}-`.length).split('-')[0])
+      if (!wanted.has(task)) continue
       const note = await this.read(name)
-      if (!note) continue // removed by another worker meanwhile, or half written: next round
-      if (now - note.at > EXPIRY_MS) this.remove(name)
-      else notes.push({ name, note })
-    }
-    const inFlight = (n: Note): boolean => n.open !== undefined && now - n.at < openMs && !this.isDead(n.open)
-    const flying = notes.filter((n) => inFlight(n.note)).map((n) => n.note.key)
-    const out: Array<{ id: number; note: string }> = []
-    const taken = new Set<number>()
-    for (const { name, note } of notes) {
-      if (inFlight(note) || flying.some((k) => sameKey(k, note.key))) continue
-      for (const t of unclaimed) {
-        if (taken.has(t.id) || !matches(note.key, t) || (await known(t.id))) continue
-        taken.add(t.id)
-        out.push({ id: t.id, note: name })
-        break
-      }
+      if (!note || note.task !== task) continue
+      out.set(task, [...(out.get(task) ?? []), { name, note }])
     }
     return out
   }
 
-  /** A note, or null when it is gone (removed by another worker) or still being written. */
+  /**
+   * The listed node tasks that carry the mark of a note of this node (and are of its sample or
+   * URL), each with that note. A mark is random per submission, so a copy has at most one note.
+   */
+  async copies(nodeId: number, listed: ListedTask[]): Promise<Array<{ id: number; entry: NoteEntry }>> {
+    const byMarker = new Map<string, ListedTask[]>()
+    for (const t of listed) {
+      const m = markerOf(t.options)
+      if (m !== null) byMarker.set(m, [...(byMarker.get(m) ?? []), t])
+    }
+    if (byMarker.size === 0) return []
+    const out: Array<{ id: number; entry: NoteEntry }> = []
+    for (const name of await this.files(nodeId)) {
+      const marker = name.slice(`${nodeId}-`.length, -'.json'.length)
+      const tasks = byMarker.get(marker)
+      if (!tasks) continue
+      const note = await this.read(name)
+      if (!note || note.marker !== marker) continue
+      for (const t of tasks) if (sameTarget(note.key, t)) out.push({ id: t.id, entry: { name, note } })
+    }
+    return out
+  }
+
+  /** A note, or null when it is gone, still being written, not a note, or expired (then removed). */
   private async read(name: string): Promise<Note | null> {
+    let note: unknown
     try {
-      return JSON.parse(await readFile(path.join(this.dir, name), 'utf8')) as Note
+      note = JSON.parse(await readFile(path.join(this.dir, name), 'utf8'))
     } catch (err) {
       if (isMissing(err) || err instanceof SyntaxError) return null
       throw err
     }
+    // A note of an older version (no mark) cannot be matched to anything: it goes like an expired one.
+    if (!isNote(note) || this.now() - note.at > EXPIRY_MS) {
+      this.remove(name)
+      return null
+    }
+    return note
   }
 
   private async files(nodeId: number): Promise<string[]> {

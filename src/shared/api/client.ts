@@ -164,6 +164,11 @@ export class AnalysisClient {
     return (await this.request('GET', `${path}${query}`, ANSWERS.tasks, undefined, o)) as TaskList
   }
 
+  /** `/tasks/sample/<sample id>`: every task of a sample, whatever its status (Cuckoo 2.0.6+). */
+  async tasksOfSample(sampleId: number, o: CallOptions = {}): Promise<TaskList> {
+    return (await this.request('GET', `/tasks/sample/${sampleId}`, ANSWERS.tasks, undefined, o)) as TaskList
+  }
+
   async sample(sha256: string, o: CallOptions = {}): Promise<SampleView> {
     return (await this.request('GET', `/files/view/sha256/${sha256}`, ANSWERS.sample, undefined, o)) as SampleView
   }
@@ -290,9 +295,12 @@ export class AnalysisClient {
   }
 }
 
-/** A created task's id; a null or 0 id (no task was made) is a refusal the caller may retry. */
+/** A create route's answer that says no task was made (Cuckoo's `task_id: null`): a refusal the caller may retry. */
+export class NoTaskMadeError extends ApiClientError {}
+
+/** A created task's id; a null or 0 id (no task was made) is a NoTaskMadeError. */
 export function createdTask(answer: { task_id: number | null }): { task_id: number } {
-  if (!answer.task_id) throw new ApiClientError(502, `the server answered task_id ${answer.task_id}: it created no task`)
+  if (!answer.task_id) throw new NoTaskMadeError(502, `the server answered task_id ${answer.task_id}: it created no task`)
   return { task_id: answer.task_id }
 }
 
