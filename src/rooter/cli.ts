@@ -96,11 +96,14 @@ export async function runRooterCli(argv: string[]): Promise<number> {
       // Tests may shorten a grant's lease (never lengthen it) to see one lapse.
       const lease = Number(process.env.AVIARY_ROOTER_LEASE_MS)
       const r = new Rooter({ config: configOf(f), log, ...(lease > 0 && lease < LEASE_MS ? { leaseMs: lease } : {}) })
-      await r.start()
-      await new Promise<void>((resolve) => {
+      // Listened for before the start: a stop asked for as soon as "listening" is logged is a
+      // clean stop, not the default death by signal.
+      const stopped = new Promise<void>((resolve) => {
         process.once('SIGTERM', resolve)
         process.once('SIGINT', resolve)
       })
+      await r.start()
+      await stopped
       await r.stop()
     })
   withFlags(rooter.command('install').description('write the configuration and a systemd unit, make the socket group, start the rooter'))
