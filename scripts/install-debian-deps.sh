@@ -26,12 +26,17 @@
 #   wine wine64 gcc-mingw-w64-x86-64  Windows guests: the Wine test bed runs the Windows agent under
 #                  Wine, and mingw-w64 builds the analyzer's Windows helper (aviary-winmon.exe) and the
 #                  test samples (no xvfb: the agent, the helper and the samples are console programs)
+#   debvm mmdebstrap uidmap acl  `aviary machines create linux`: the Debian guest image is built by
+#                  debvm-create over mmdebstrap (as a user in a user namespace: uidmap's newuidmap),
+#                  `aviary setup` lets libvirt's QEMU into the data folder (setfacl)
+#   libxml2-utils  xmllint, which virt-xml-validate runs: the builder's domain XML is checked with it
 set -euo pipefail
 PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
   libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
   tshark yara python3-jsonschema liblnk-utils chromium fonts-dejavu-core postgresql nginx-light
   nftables inetsim mitmproxy iputils-ping libcap2-bin openssl
-  wine wine64 gcc-mingw-w64-x86-64)
+  wine wine64 gcc-mingw-w64-x86-64
+  debvm mmdebstrap uidmap acl libxml2-utils)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
