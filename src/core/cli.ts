@@ -1,6 +1,7 @@
 // The `aviary` command: `serve` runs the headless analysis service, `submit` sends samples and
 // URLs to it (or to any Cuckoo-compatible instance) the way `cuckoo submit` did, `agent` runs the
-// guest agent, `doctor` checks the machines, `machines import` moves a Cuckoo setup over, and
+// guest agent, `doctor` checks the machines, `machines import` moves a Cuckoo setup over,
+// `machines create linux` makes Debian machines and `setup` does what they need root for, and
 // `retention` lists, previews and runs the rules that delete old analyses.
 import { existsSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -9,6 +10,7 @@ import type { AviaryService } from './service'
 import { createLayout } from './storage/layout'
 import { DEFAULT_HOST, DEFAULT_PORT, VERSION, defaultDataDir, parseSize } from './config'
 import { retentionCommand } from './retention/retention-cli'
+import { registerCreateLinux, registerSetup } from './builder/linux-cli'
 
 // Each command loads what it runs when it runs (the bundle splits there): the service does not
 // carry the guest agent, the doctor or the Cuckoo importer, and `aviary submit` not the service.
@@ -76,9 +78,10 @@ export async function main(argv: string[]): Promise<number> {
       exitCode = report.ok ? 0 : 1
     })
 
-  program
+  const machines = program
     .command('machines')
-    .description('manage machines.json')
+    .description('manage machines.json and make analysis machines')
+  machines
     .command('import')
     .description("write machines.json from an existing Cuckoo install's conf/ folder")
     .argument('<dir>', "Cuckoo's conf folder (cuckoo.conf, kvm.conf, virtualbox.conf, physical.conf)")
@@ -87,6 +90,9 @@ export async function main(argv: string[]): Promise<number> {
     .action(async (dir: string, o: { data?: string; force?: boolean }) => {
       exitCode = await importMachines(dir, o)
     })
+  const create = machines.command('create').description('make an analysis machine and add it to machines.json')
+  registerCreateLinux(create, (code) => { exitCode = code })
+  registerSetup(program, (code) => { exitCode = code })
 
   program
     .command('submit')
