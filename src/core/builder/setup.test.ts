@@ -28,9 +28,14 @@ describe('aviary setup', () => {
 
   it('as the README gives it (with --print), for the user of this test', async () => {
     const readme = readFileSync('README.md', 'utf8')
-    const line = /^sudo node bin\/aviary\.js setup [^\n]*$/m.exec(readme)?.[0]?.replace(/\s+#.*$/, '')
+    const line = /^sudo node bin\/aviary\.js setup [^\n]*$/m.exec(readme)?.[0]
     expect(line).toBeDefined()
-    const { stdout } = await run('sh', ['-c', `${line!.replace(/^sudo /, '')} --print`], { env: { ...process.env, USER: 'nobody' } })
+    // Its words, as a shell would split them, without its comment and with --print added: never
+    // through a shell (a comment once swallowed the --print, and the setup ran for real).
+    const words = line!.replace(/\s+#.*$/, '').split(/\s+/).slice(1).map((w) => (w === '"$USER"' ? 'nobody' : w))
+    expect(words.slice(0, 3)).toEqual(['node', 'bin/aviary.js', 'setup'])
+    expect(words.every((w) => /^[\w./-]+$/.test(w)), words.join(' ')).toBe(true)
+    const { stdout } = await run(process.execPath, [...words.slice(1), '--print'])
     expect(stdout).toMatch(/nobody joins group libvirt\n {3}usermod --append --groups libvirt nobody/)
     expect(stdout).toContain('--guest-network 10.80.0.0/24')
   })

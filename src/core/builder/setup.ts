@@ -89,7 +89,7 @@ export interface SetupOptions {
   log?: (line: string) => void
 }
 
-interface Step {
+export interface Step {
   say: string
   cmd?: string[]
   act?: () => Promise<void>
@@ -147,14 +147,25 @@ export async function setupSteps(o: SetupOptions): Promise<Step[]> {
       await run('chown', [`${o.user}:`, dir])
     } })
   }
+  steps.push(...qemuAccessSteps(data))
+  const tcpdump = (await out('sh', ['-c', 'command -v tcpdump']).catch(() => '/usr/bin/tcpdump')).trim() || '/usr/bin/tcpdump'
+  steps.push({ say: `${tcpdump} may capture for the user's service`, cmd: ['setcap', 'cap_net_raw,cap_net_admin=eip', tcpdump] })
+  return steps
+}
+
+/**
+ * What lets libvirt's QEMU (user libvirt-qemu) reach the machines' disks and the images under
+ * `data`: search permission on every folder on the way that others may not pass through.
+ */
+export function qemuAccessSteps(data: string): Step[] {
+  const layout = createLayout(data)
   const above: string[] = []
-  for (let d = data; d !== path.dirname(d); d = path.dirname(d)) above.unshift(d)
+  for (let d = layout.root; d !== path.dirname(d); d = path.dirname(d)) above.unshift(d)
+  const steps: Step[] = []
   for (const d of [...above, layout.machinesDir, layout.imagesDir]) {
     const open = existsSync(d) && (statSync(d).mode & 0o001) !== 0
     if (!open) steps.push({ say: `libvirt-qemu may pass through ${d}`, cmd: ['setfacl', '--modify', 'user:libvirt-qemu:x', d] })
   }
-  const tcpdump = (await out('sh', ['-c', 'command -v tcpdump']).catch(() => '/usr/bin/tcpdump')).trim() || '/usr/bin/tcpdump'
-  steps.push({ say: `${tcpdump} may capture for the user's service`, cmd: ['setcap', 'cap_net_raw,cap_net_admin=eip', tcpdump] })
   return steps
 }
 
