@@ -55,7 +55,13 @@ try {
     await lv.run(['net-destroy', net.name], 'stop').catch(() => undefined)
     await lv.run(['net-undefine', net.name], 'undefine').catch(() => undefined)
   }, 'remove the avlxb domains and network')
+  // libvirt turns IPv4 forwarding on for the whole host when it starts a forwarding network; put
+  // back at once (other tests expect the host as it was; nothing here is forwarded) and at the end.
+  const forwarding = readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim()
+  const restoreForwarding = () => { if (readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim() !== forwarding) execFileSync('sysctl', ['-qw', `net.ipv4.ip_forward=${forwarding}`]) }
+  onCleanup(restoreForwarding, 'put net.ipv4.ip_forward back')
   await b.ensureGuestNetwork(lv, net)
+  restoreForwarding()
 
   const data = path.join(work, 'data')
   for (const sub of ['machines', 'images']) mkdirSync(path.join(data, sub), { recursive: true })

@@ -5,7 +5,8 @@
 //   upstream  "the internet": a namespace avlxup behind a veth (avlxu0 10.217.0.1/30 ↔ up1
 //             10.217.0.2/30), serving HTTP, a UDP echo and DNS on 198.51.100.7 (lab-servers.mjs),
 //             routed from the host by a /32; the host forwards between avlx-br0 and avlxu0 (their
-//             own `forwarding` sysctls: the host's other interfaces are left as they are)
+//             own `forwarding` sysctls: the host's other interfaces are left as they are, and the
+//             global ip_forward libvirt turns on when it starts the network is put back)
 //   listener  TCP 7216 and UDP 7217 on every host address, v4 and v6 (host-listener.mjs)
 //   rooter    `aviary rooter` for 10.216.0.0/24 on a socket of the lab's: the only firewall
 // Every name is avlx*, so nothing of other tests (avkvm*, avrl*) or of a real install (aviary*)
@@ -50,7 +51,16 @@ export async function createAvlxLab(): Promise<AvlxLab> {
   await ensureLibvirtd(URI)
   const lv = new Libvirt(URI)
   await removeOurDomains(lv)
+  // libvirt turns IPv4 forwarding on for the whole host when it starts a network that forwards
+  // (<forward mode='open'/> as NAT's), and new network namespaces inherit it: other tests (the
+  // doctor's) expect the host as it was. It is put back at once; the lab forwards on its own two
+  // links only (startUpstream), and puts it back again when it closes.
+  const forwarding = readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim()
+  const restoreForwarding = async (): Promise<void> => {
+    if (readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim() !== forwarding) await run('sysctl', ['-qw', `net.ipv4.ip_forward=${forwarding}`])
+  }
   await ensureGuestNetwork(lv, NETWORK)
+  await restoreForwarding()
   const dir = mkdtempSync(path.join(tmpdir(), 'aviary-avlx-'))
   const dataDir = path.join(dir, 'data')
   mkdirSync(dataDir)
@@ -120,6 +130,7 @@ export async function createAvlxLab(): Promise<AvlxLab> {
       await removeUpstream()
       await lv.run(['net-destroy', NETWORK.name], 'stopping avlx').catch(() => undefined)
       await lv.run(['net-undefine', NETWORK.name], 'removing avlx').catch(() => undefined)
+      await restoreForwarding()
       rmSync(dir, { recursive: true, force: true })
     }
   }
