@@ -4,7 +4,6 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { InvalidArgumentError, type Command } from 'commander'
 import { defaultDataDir } from '../config'
 import { createLayout } from '../storage/layout'
@@ -13,13 +12,6 @@ import type { BuildEvent } from './build-progress'
 const whole = (name: string) => (v: string): number => {
   if (!/^\d+$/.test(v)) throw new InvalidArgumentError(`${name} must be a whole number`)
   return Number(v)
-}
-
-/** The Linux agent `npm run build:agent` makes, next to the bundle (out/agent) or under the current folder. */
-export function defaultLinuxAgent(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url))
-  const candidates = [path.join(here, '..', 'agent', 'aviary-agent-linux-x64'), path.resolve('out/agent/aviary-agent-linux-x64')]
-  return candidates.find((p) => existsSync(p)) ?? candidates[0]!
 }
 
 /** Builds the agent when this is a source checkout without it (a fresh `npm install` builds the command, not the agent). */
@@ -82,6 +74,7 @@ function printer(f: CreateFlags): (e: BuildEvent) => void {
 async function runCreateLinux(f: CreateFlags): Promise<number> {
   const { createLinuxMachines, BuildError } = await import('./linux-machines')
   const { BuildInputError } = await import('./linux-plan')
+  const { defaultLinuxAgent } = await import('./machine-builds')
   const layout = createLayout(f.data ?? defaultDataDir())
   layout.ensure()
   const agentFile = f.agent ?? defaultLinuxAgent()

@@ -4,6 +4,10 @@
 // follows its events (subscribe, or read `events` from a `seq` on). The CLI calls
 // createLinuxMachines directly and prints the same events. docs/machines.md, "The builder service".
 import { EventEmitter } from 'node:events'
+import { existsSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { StorageLayout } from '../storage/layout'
 import type { BuildEvent } from './build-progress'
 import { createLinuxMachines, BuildError, type LinuxBuildContext, type LinuxBuildResult } from './linux-machines'
 import { BuildInputError, checkLinuxRequest, type LinuxMachinesRequest } from './linux-plan'
@@ -118,4 +122,16 @@ export class MachineBuilds extends EventEmitter<MachineBuildsEvents> {
     this.abort.abort()
     await this.running?.catch(() => undefined)
   }
+}
+
+/** The Linux agent `npm run build:agent` makes, next to the bundle (out/agent) or under the current folder. */
+export function defaultLinuxAgent(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url))
+  const candidates = [path.join(here, '..', 'agent', 'aviary-agent-linux-x64'), path.resolve('out/agent/aviary-agent-linux-x64')]
+  return candidates.find((p) => existsSync(p)) ?? candidates[0]!
+}
+
+/** The builds of a service's data folder, with the agent of this install: what the service holds for its routes. */
+export function machineBuildsFor(layout: StorageLayout, agentFile = defaultLinuxAgent()): MachineBuilds {
+  return new MachineBuilds(() => ({ layout, agentFile }))
 }

@@ -44,7 +44,7 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
       ok: false, machines: [], routes: [],
       config: {
         check: 'machines.json', ok: false, detail: `there is no ${o.machinesFile}`,
-        fix: 'describe your analysis VMs in it (docs/machines.md), or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`; `--data DIR` names another data directory'
+        fix: 'make a Debian analysis machine with `aviary machines create linux` (once before it, as root: `aviary setup --user $USER`), describe your own VMs in it (docs/machines.md), or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`; `--data DIR` names another data directory'
       }
     }
   }
@@ -60,7 +60,7 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
     ? { check: 'machines.json', ok: true, detail: `${fleet.machines.length} machines configured` }
     : {
         check: 'machines.json', ok: false, detail: o.only?.length ? `no machine is named ${o.only.join(', ')}` : 'no machines are configured',
-        fix: 'describe your analysis VMs in machines.json, or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`'
+        fix: 'make a Debian analysis machine with `aviary machines create linux` (once before it, as root: `aviary setup --user $USER`), describe your own VMs in machines.json, or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`'
       }
   const drivers = createDrivers(fleet.settings)
   try {
