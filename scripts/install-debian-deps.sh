@@ -30,14 +30,18 @@
 #                  UEFI firmware (OVMF) and the TPM 2.0 libvirt starts for Windows 11 (swtpm)
 #   wimtools genisoimage libxml2-utils  its tests: a stand-in install.wim (wimcapture, wiminfo as
 #                  the oracle) in a UDF ISO (genisoimage), domain XML checked by virt-xml-validate
-#                  (which runs xmllint)
+#                  (which runs xmllint; the Linux builder's XML too)
+#   debvm mmdebstrap uidmap acl  `aviary machines create linux`: the Debian guest image is built by
+#                  debvm-create over mmdebstrap (as a user in a user namespace: uidmap's newuidmap),
+#                  `aviary setup` lets libvirt's QEMU into the data folder (setfacl)
 set -euo pipefail
 PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
   libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
   tshark yara python3-jsonschema liblnk-utils chromium fonts-dejavu-core postgresql nginx-light
   nftables inetsim mitmproxy iputils-ping libcap2-bin openssl
   wine wine64 gcc-mingw-w64-x86-64
-  xorriso ovmf swtpm swtpm-tools wimtools genisoimage libxml2-utils)
+  xorriso ovmf swtpm swtpm-tools wimtools genisoimage libxml2-utils
+  debvm mmdebstrap uidmap acl)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -23,6 +23,15 @@ export interface StorageLayout {
   readonly retentionLog: string
   /** The lock one service holds on the data directory (storage/data-lock.ts). */
   readonly lockFile: string
+  /** What the machine builder makes (src/core/builder): machines/<name>/ (a machine's disk and console log). */
+  readonly machinesDir: string
+  /** Built guest images, images/<key>/, which machines' disks are overlays of. */
+  readonly imagesDir: string
+  /** Downloaded packages and package lists, so that images are rebuilt offline: cache/apt/<suite>-<arch>/. */
+  readonly cacheDir: string
+  machineDir(name: string): string
+  imageDir(key: string): string
+  aptCache(id: string): string
   binary(sha256: string): string
   uploadDir(sha256: string): string
   upload(sha256: string, fileName: string): string
@@ -58,7 +67,10 @@ export const DATA_FILES = {
   yaraRules: 'yara',
   retentionRules: 'retention.json',
   retentionLog: 'retention-log.jsonl',
-  tmp: 'tmp'
+  tmp: 'tmp',
+  machinesDir: 'machines',
+  imagesDir: 'images',
+  cacheDir: 'cache'
 } as const
 
 export function createLayout(root: string): StorageLayout {
@@ -89,6 +101,12 @@ export function createLayout(root: string): StorageLayout {
     retentionRules: path.join(abs, DATA_FILES.retentionRules),
     retentionLog: path.join(abs, DATA_FILES.retentionLog),
     lockFile: path.join(abs, DATA_FILES.lockFile),
+    machinesDir: path.join(abs, DATA_FILES.machinesDir),
+    imagesDir: path.join(abs, DATA_FILES.imagesDir),
+    cacheDir: path.join(abs, DATA_FILES.cacheDir),
+    machineDir: (name) => path.join(abs, DATA_FILES.machinesDir, checkName(name)),
+    imageDir: (key) => path.join(abs, DATA_FILES.imagesDir, checkName(key)),
+    aptCache: (id) => path.join(abs, DATA_FILES.cacheDir, 'apt', checkName(id)),
     binary: (sha256) => path.join(binaries, checkSha(sha256)),
     uploadDir: (sha256) => path.join(uploads, checkSha(sha256)),
     upload: (sha256, fileName) => path.join(uploads, checkSha(sha256), checkName(fileName)),
