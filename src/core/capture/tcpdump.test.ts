@@ -131,6 +131,21 @@ describe('tcpdump capture', () => {
     expect(capture.stats()?.droppedByKernel).toBe(0)
   })
 
+  it('keeps a few packets sent right before stop() (in a block libpcap has not handed over yet)', async () => {
+    const o = options('trickle.pcap')
+    const capture = await startCapture(o)
+    // Three datagrams, far from filling a block: they wait in the open block until its timeout, and
+    // stop() must wait for them rather than stop at once.
+    const sender = `const s = require('dgram').createSocket('udp4'); let n = 0
+      const next = () => { if (n++ === 3) return s.close(); s.send(Buffer.from('trickle ' + n), 7, '${g.internetIp}', next) }
+      next()`
+    expect(await finished(g.exec([process.execPath, '-e', sender]))).toBe(0)
+    await capture.stop()
+    const { stdout } = await run(TCPDUMP, ['-r', o.file, '-n', 'udp and dst port 7'])
+    expect(stdout.split('\n').filter(Boolean)).toHaveLength(3)
+    expect(capture.stats()).toMatchObject({ droppedByKernel: 0 })
+  })
+
   it('rejects a missing interface with tcpdump\'s reason', async () => {
     await expect(startCapture({ ...options('none.pcap'), iface: 'avngnope0' })).rejects.toThrow(/avngnope0.*(No such device|doesn't exist)/)
   })

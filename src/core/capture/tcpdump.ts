@@ -2,11 +2,11 @@
 // Cuckoo's sniffer command line and BPF filter (reference §5.7) so that the pcap holds what the
 // sample did and not the host's own talk with the guest (agent on port 8000, result server uploads).
 // tcpdump itself does the capturing; this module starts it, proves it is listening before the VM
-// runs, and stops it so the pcap is complete, turning tcpdump's complaints into errors. The doctor
-// uses checkCapture() to say why capture cannot work and how to fix it.
+// runs, and stops it once the pcap is complete, turning tcpdump's complaints into errors. The
+// doctor uses checkCapture() to say why capture cannot work and how to fix it.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { accessSync, constants, existsSync, statSync } from 'node:fs'
-import { userInfo } from 'node:os'
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs'
+import { constants as osConstants, userInfo } from 'node:os'
 import path from 'node:path'
 
 export interface CaptureOptions {
@@ -66,10 +66,22 @@ const FLUSH_DELAY_MS = 1_200
 /** After the delay, the pcap must stop growing for this long (tcpdump may still be writing a block). */
 const SETTLE_MS = 150
 const SETTLE_LIMIT_MS = 3_000
+/**
+ * The capture counts as complete when tcpdump has written every packet the kernel's filter took
+ * (captured + dropped = received by filter) and no packet came in for this long: a packet the guest
+ * sent just before stop() may still be on its way through the host's network stack to the capture.
+ */
+const QUIET_MS = 100
+/** How long tcpdump may take to print its counts after SIGUSR1 before they are no longer asked for. */
+const STATS_ANSWER_MS = 1_000
+/** Past this, stop waiting for the counts to agree (e.g. libpcap filtering in user space): the blind wait's own bound. */
+const COMPLETE_LIMIT_MS = FLUSH_DELAY_MS + SETTLE_LIMIT_MS
 /** stderr lines tcpdump prints in a normal run (Cuckoo's sniffer accepts exactly these kinds). */
 const BENIGN_STDERR = [
   /^tcpdump: listening on /,
   /^\d+ packets? (captured|received by filter|dropped by (kernel|interface))$/,
+  // its counts on SIGUSR1 (see complete())
+  /^tcpdump: \d+ packets? captured, \d+ packets? received by filter, \d+ packets? dropped by kernel(, \d+ packets? dropped by interface)?$/,
   /dropped privs/,
   /^tcpdump: data link type /,
   /^$/
@@ -93,9 +105,10 @@ export function captureFilter(o: CaptureOptions): string {
 /**
  * tcpdump's arguments: Cuckoo's `-U -q -s 0 -n -i IFACE -Z USER -w FILE FILTER` plus
  * `-B` (see bufferKiB). Not `--immediate-mode` (the QEMU note suggests it): in block mode libpcap
- * hands packets over when a block fills or after its 1 s block timeout, so stop() waits
- * FLUSH_DELAY_MS first and nothing sent before stop() is lost — measured; without that wait 890 of
- * 20,000 datagrams sent just before SIGTERM were missing.
+ * hands packets over when a block fills or after its 1 s block timeout, so stop() first waits
+ * until tcpdump has written every packet the kernel took (complete()), and nothing sent before
+ * stop() is lost — measured; with no wait at all 890 of 20,000 datagrams sent just before SIGTERM
+ * were missing.
  * `-Z` matters when running as root: Debian's tcpdump otherwise drops to the `tcpdump` user before
  * opening the file and cannot write into the analysis folder.
  */
@@ -118,7 +131,7 @@ export async function startCapture(o: CaptureOptions): Promise<Capture> {
   let stats: CaptureStats | undefined
   let stopping: Promise<void> | undefined
   const stop = async (): Promise<void> => {
-    await flushed(o.file, proc.output)
+    if (!(await complete(proc.child, proc.output))) await flushed(o.file, proc.output)
     const { code, signal, stderr, stdout, exitedBefore } = await terminate(proc.child, proc.output)
     const odd = stderr.split('\n').map((l) => l.trim()).filter((l) => !BENIGN_STDERR.some((re) => re.test(l)))
     if (exitedBefore) {
@@ -217,6 +230,77 @@ function spawnListening(bin: string, args: string[], what: string, dieWithUs = f
       output.exit = { code, signal }
       fail(`tcpdump exited (${signal ?? code}): ${tail(output.stderr + output.stdout) || 'no output'}`)
     })
+  })
+}
+
+interface Counts {
+  captured: number
+  received: number
+  dropped: number
+}
+
+const COUNTS_LINE = /^tcpdump: (\d+) packets? captured, (\d+) packets? received by filter, (\d+) packets? dropped by kernel/gm
+
+/** True when the process catches `signal` (SigCgt in /proc): sent to a program that does not, it would end it. */
+function catches(pid: number, signal: number): boolean {
+  try {
+    const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return m !== null && ((BigInt(`0x${m[1]}`) >> BigInt(signal - 1)) & 1n) === 1n
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Waits until the pcap holds every packet the guest sent before now, knowing it rather than
+ * waiting blindly: tcpdump prints its counts on SIGUSR1 (and goes on capturing), where "received
+ * by filter" is every packet the kernel's filter took, handed over or not, and "captured" every
+ * one tcpdump has written (with -U, flushed). In block mode packets wait in the open block until it
+ * fills or its 1 s timeout, so the counts differ while the last block is open. Complete: captured +
+ * dropped = received, twice QUIET_MS apart with nothing received meanwhile. A run whose guest sent
+ * nothing in its last second stops at once instead of after 1.2–1.5 s. Resolves false when the
+ * counts cannot be had (a tcpdump that does not catch SIGUSR1, no answer): the caller waits blindly.
+ */
+async function complete(child: ChildProcess, output: Output): Promise<boolean> {
+  const pid = child.pid
+  if (pid === undefined || output.exit !== undefined || !catches(pid, osConstants.signals.SIGUSR1)) return false
+  const deadline = Date.now() + COMPLETE_LIMIT_MS
+  let last: Counts | null = null
+  for (;;) {
+    const counts = await askCounts(child, output)
+    if (counts === null) return output.exit !== undefined // exited: nothing more to wait for
+    const written = counts.captured + counts.dropped >= counts.received
+    if (written && last !== null && last.received === counts.received) return true
+    if (Date.now() >= deadline) return true // they never agree: waited as long as the blind wait would
+    last = written ? counts : null
+    const exited = await Promise.race([output.closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), QUIET_MS))])
+    if (exited) return true
+  }
+}
+
+/** Sends SIGUSR1 and resolves with the counts tcpdump prints for it (null: no answer, or it exited). */
+function askCounts(child: ChildProcess, output: Output): Promise<Counts | null> {
+  const before = [...output.stderr.matchAll(COUNTS_LINE)].length
+  return new Promise((resolve) => {
+    const done = (c: Counts | null): void => {
+      clearTimeout(timer)
+      child.stderr?.off('data', check)
+      resolve(c)
+    }
+    const check = (): void => {
+      const lines = [...output.stderr.matchAll(COUNTS_LINE)]
+      const m = lines.length > before ? lines[lines.length - 1] : undefined
+      if (m !== undefined) done({ captured: Number(m[1]), received: Number(m[2]), dropped: Number(m[3]) })
+    }
+    // After the output's own listener (registered first), so the line is already in output.stderr.
+    child.stderr?.on('data', check)
+    const timer = setTimeout(() => done(null), STATS_ANSWER_MS)
+    void output.closed.then(() => done(null))
+    try {
+      child.kill('SIGUSR1')
+    } catch {
+      done(null)
+    }
   })
 }
 
