@@ -110,6 +110,7 @@ async function typeInLanes(files: readonly string[], queue: number[], out: (stri
         let partialBytes = 0
         let timer: NodeJS.Timeout | undefined
         let done = false
+        let ended = false // stdin closed: every name sent has its answer, nothing more is written
         const finish = (v: number | 'missing' | null): void => {
           if (done) return
           done = true
@@ -123,6 +124,7 @@ async function typeInLanes(files: readonly string[], queue: number[], out: (stri
           if (sent.length > 0) timer = setTimeout(() => finish(sent[0]!), fileTimeoutMs)
         }
         const feed = (): void => {
+          if (ended) return
           let text = ''
           while (sent.length < IN_FLIGHT && next < queue.length) {
             const i = queue[next++]!
@@ -131,7 +133,10 @@ async function typeInLanes(files: readonly string[], queue: number[], out: (stri
             text += `${files[i] === '-' ? './-' : files[i]}\n`
           }
           if (text !== '') child.stdin.write(text)
-          if (next >= queue.length && sent.length === 0) child.stdin.end()
+          if (next >= queue.length && sent.length === 0) {
+            ended = true
+            child.stdin.end()
+          }
         }
         const answer = (line: Buffer): void => {
           const i = sent.shift()
