@@ -146,6 +146,26 @@ describe('tcpdump capture', () => {
     expect(capture.stats()).toMatchObject({ droppedByKernel: 0 })
   })
 
+  it('a guest that goes on sending: every datagram sent before stop() is in the pcap', async () => {
+    const o = options('chatty.pcap')
+    const capture = await startCapture(o)
+    // A datagram every 20 ms for 4 s, each numbered; the sender prints a number once it is sent.
+    const sender = `const s = require('dgram').createSocket('udp4'); let n = 0
+      const t = setInterval(() => { const k = ++n; s.send(Buffer.from('seq ' + k), 5, '${g.internetIp}', () => process.stdout.write(k + '\\n')); if (k === 200) { clearInterval(t); setTimeout(() => s.close(), 100) } }, 20)`
+    const child = g.exec([process.execPath, '-e', sender])
+    let sent = 0
+    child.stdout?.on('data', (d: Buffer) => { for (const l of d.toString().split('\n')) if (l) sent = Math.max(sent, Number(l)) })
+    await new Promise((r) => setTimeout(r, 1500))
+    const before = sent
+    await capture.stop()
+    await finished(child)
+    expect(before).toBeGreaterThan(20)
+    const { stdout } = await run(TCPDUMP, ['-r', o.file, '-n', '-A', 'udp and dst port 5'], { maxBuffer: 16 << 20 })
+    const seen = new Set([...stdout.matchAll(/seq (\d+)/g)].map((m) => Number(m[1])))
+    const missing = Array.from({ length: before }, (_, i) => i + 1).filter((k) => !seen.has(k))
+    expect(missing).toEqual([])
+  })
+
   it('rejects a missing interface with tcpdump\'s reason', async () => {
     await expect(startCapture({ ...options('none.pcap'), iface: 'avngnope0' })).rejects.toThrow(/avngnope0.*(No such device|doesn't exist)/)
   })

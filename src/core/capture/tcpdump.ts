@@ -67,14 +67,15 @@ const FLUSH_DELAY_MS = 1_200
 const SETTLE_MS = 150
 const SETTLE_LIMIT_MS = 3_000
 /**
- * The capture counts as complete when tcpdump has written every packet the kernel's filter took
- * (captured + dropped = received by filter) and no packet came in for this long: a packet the guest
- * sent just before stop() may still be on its way through the host's network stack to the capture.
+ * A packet the guest sent just before stop() may still be on its way through the host's network
+ * stack to the capture: what the filter has taken this long after stop() is what must be written.
  */
-const QUIET_MS = 100
+const IN_FLIGHT_MS = 100
+/** How often the counts are asked for while the last packets wait in an open block. */
+const POLL_MS = 50
 /** How long tcpdump may take to print its counts after SIGUSR1 before they are no longer asked for. */
 const STATS_ANSWER_MS = 1_000
-/** Past this, stop waiting for the counts to agree (e.g. libpcap filtering in user space): the blind wait's own bound. */
+/** Past this, stop waiting for the counts to catch up (e.g. libpcap filtering in user space): the blind wait's own bound. */
 const COMPLETE_LIMIT_MS = FLUSH_DELAY_MS + SETTLE_LIMIT_MS
 /** stderr lines tcpdump prints in a normal run (Cuckoo's sniffer accepts exactly these kinds). */
 const BENIGN_STDERR = [
@@ -254,28 +255,33 @@ function catches(pid: number, signal: number): boolean {
 /**
  * Waits until the pcap holds every packet the guest sent before now, knowing it rather than
  * waiting blindly: tcpdump prints its counts on SIGUSR1 (and goes on capturing), where "received
- * by filter" is every packet the kernel's filter took, handed over or not, and "captured" every
- * one tcpdump has written (with -U, flushed). In block mode packets wait in the open block until it
- * fills or its 1 s timeout, so the counts differ while the last block is open. Complete: captured +
- * dropped = received, twice QUIET_MS apart with nothing received meanwhile. A run whose guest sent
- * nothing in its last second stops at once instead of after 1.2–1.5 s. Resolves false when the
- * counts cannot be had (a tcpdump that does not catch SIGUSR1, no answer): the caller waits blindly.
+ * by filter" counts every packet the kernel's filter took, handed over or not, and "captured" every
+ * one tcpdump has written (with -U, flushed); blocks are handed over in order. The target is what
+ * the filter had received IN_FLIGHT_MS after stop(); the capture is complete once captured +
+ * dropped reaches it. Packets in the open block wait there until it fills or its 1 s timeout, and
+ * are waited for; packets that come later (a guest still talking) are not, so a chatty guest does
+ * not hold the stop. A guest that sent nothing in its last second stops in ~IN_FLIGHT_MS instead
+ * of 1.2–1.5 s. Resolves false when the counts cannot be had (a tcpdump that does not catch
+ * SIGUSR1, no answer): the caller then waits blindly.
  */
 async function complete(child: ChildProcess, output: Output): Promise<boolean> {
   const pid = child.pid
   if (pid === undefined || output.exit !== undefined || !catches(pid, osConstants.signals.SIGUSR1)) return false
   const deadline = Date.now() + COMPLETE_LIMIT_MS
-  let last: Counts | null = null
-  for (;;) {
-    const counts = await askCounts(child, output)
-    if (counts === null) return output.exit !== undefined // exited: nothing more to wait for
-    const written = counts.captured + counts.dropped >= counts.received
-    if (written && last !== null && last.received === counts.received) return true
-    if (Date.now() >= deadline) return true // they never agree: waited as long as the blind wait would
-    last = written ? counts : null
-    const exited = await Promise.race([output.closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), QUIET_MS))])
-    if (exited) return true
+  const pause = (ms: number): Promise<boolean> => Promise.race([output.closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
+  // Asked once at stop() (so that SIGUSR1 is known to be answered) and once IN_FLIGHT_MS later.
+  if ((await askCounts(child, output)) === null) return output.exit !== undefined // exited: nothing more to wait for
+  if (await pause(IN_FLIGHT_MS)) return true
+  let counts = await askCounts(child, output)
+  if (counts === null) return output.exit !== undefined
+  const target = counts.received
+  while (counts.captured + counts.dropped < target) {
+    if (Date.now() >= deadline) return true // never caught up: waited as long as the blind wait would
+    if (await pause(POLL_MS)) return true
+    counts = await askCounts(child, output)
+    if (counts === null) return output.exit !== undefined
   }
+  return true
 }
 
 /** Sends SIGUSR1 and resolves with the counts tcpdump prints for it (null: no answer, or it exited). */
