@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// Dropped files at ransomware scale: `node bench/dropped.bench.mjs [files] [--rounds N] [--profile DIR] [--keep]`
+// Dropped files at ransomware scale: `node bench/dropped.bench.mjs [files] [--rounds N] [--kib K] [--profile DIR] [--keep]`
 // (default 10,000 files, 3 rounds; --quick: 300 files, 1 round). Needs the built CLI (`npm run build:cli`).
 //
 // Writes one analysis folder as a run that dropped that many files leaves it: files/<sha256[:16]>_<name>
-// (2–14 KiB each, ~8 KiB on average, of varied content: encrypted blobs, ransom notes, text, HTML,
+// (2–14 KiB each, ~8 KiB on average, or K/4 to 7K/4 KiB with --kib K; of varied content: encrypted blobs, ransom notes, text, HTML,
 // JSON, scripts, PDF, PNG, JPEG, ZIP, gzip, ELF and PE headers), files.json (the result server's line
 // per upload), logs/behavior.jsonl (the analyzer's records: the run, the process, a `created` record
 // with sha256 and size per dropped file, a `deleted` one per encrypted original), task.json,
@@ -31,8 +31,10 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { args, cleanup, numArg, positional, quick, tempDir, track } from './cleanup.mjs'
 
-const FILES = Number(positional(['--rounds', '--profile'])[0] ?? (quick ? 300 : 10_000))
+const FILES = Number(positional(['--rounds', '--profile', '--kib'])[0] ?? (quick ? 300 : 10_000))
 const ROUNDS = numArg('--rounds', 3, 1)
+/** Average file size in KiB: sizes are drawn between a quarter of it and 1.75 times it (default 8: 2–14 KiB). */
+const KIB = numArg('--kib', 8)
 const PROFILE = args.includes('--profile') ? path.resolve(args[args.indexOf('--profile') + 1]) : null
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const KEEP = args.includes('--keep')
@@ -147,7 +149,7 @@ function makeAnalysis(dir, count) {
   let bytes = 0
   for (let i = 0; i < count; i++) {
     const kind = kindOf(rnd())
-    const size = 2048 + Math.floor(rnd() * 12 * 1024)
+    const size = Math.floor(KIB * 256 + rnd() * KIB * 1536)
     const data = content(kind, size, rnd, i)
     bytes += data.length
     const sha256 = createHash('sha256').update(data).digest('hex')
@@ -314,6 +316,7 @@ async function main() {
     ratio: spread(pairs.map((x) => x.processing_s / x.tools_s)),
     service_rss_before_MiB: spread(pairs.map((x) => x.rssBeforeMiB)), service_peak_MiB: spread(pairs.map((x) => x.hwmMiB)),
     rss_growth_MiB: spread(pairs.map((x) => x.growthMiB)),
+    each_round: pairs.map((x) => ({ tools_s: +x.tools_s.toFixed(2), processing_s: +x.processing_s.toFixed(2), rss_before_MiB: Math.round(x.rssBeforeMiB), peak_MiB: Math.round(x.hwmMiB) })),
     dropped_in_report: check.dropped, processing_errors: check.errors, ...(KEEP ? { kept: work } : {}),
     checked_against_tools: check.checked, mismatches: check.wrong.length, first_mismatches: check.wrong.slice(0, 5)
   }))
