@@ -41,6 +41,17 @@ export interface CaptureStats {
   captured?: number
   receivedByFilter?: number
   droppedByKernel?: number
+  /** How stop() knew the pcap was complete: tcpdump's counts, or (they could not be had) the blind wait. */
+  waited?: 'counts' | 'blind'
+  /** Packets counted before tcpdump's filter was set (libpcap judges them itself, and leaves out those the filter would). */
+  beforeFilter?: number
+  /** Milliseconds from stop() until tcpdump was asked to end. */
+  waitedMs?: number
+  /**
+   * Packets the kernel's filter took before the stop that tcpdump had still not written when the
+   * wait gave up (only with `waited: 'counts'`): they are not in the pcap.
+   */
+  unwritten?: number
 }
 
 export interface Capture {
@@ -77,6 +88,11 @@ const POLL_MS = 50
 const STATS_ANSWER_MS = 1_000
 /** Past this, stop waiting for the counts to catch up (e.g. libpcap filtering in user space): the blind wait's own bound. */
 const COMPLETE_LIMIT_MS = FLUSH_DELAY_MS + SETTLE_LIMIT_MS
+/**
+ * The kernel hands a block over one to two of libpcap's 1 s timeouts after opening it: this long
+ * after the stop, every block holding a packet from before it has reached tcpdump.
+ */
+const BLOCK_HANDOVER_MS = 2_200
 /** stderr lines tcpdump prints in a normal run (Cuckoo's sniffer accepts exactly these kinds). */
 const BENIGN_STDERR = [
   /^tcpdump: listening on /,
@@ -129,10 +145,21 @@ function dropPrivsTo(): string[] {
 
 export async function startCapture(o: CaptureOptions): Promise<Capture> {
   const proc = await spawnListening(o.tcpdump, captureArgs(o), `capture on ${o.iface}`, true)
+  // libpcap makes the ring before it sets the filter: what came in meanwhile is counted as received
+  // by filter, then judged by libpcap itself, which leaves out what the filter would have (measured:
+  // 66-436 packets of a ping flood the filter excluded, counted and never written). Counted now,
+  // so that stop() knows how many received packets may never be written.
+  const early = proc.child.pid !== undefined && catches(proc.child.pid, osConstants.signals.SIGUSR1)
+    ? await askCounts(proc.child, proc.output)
+    : null
+  const unjudged = early === null ? 0 : Math.max(0, early.received - early.captured - early.dropped)
   let stats: CaptureStats | undefined
   let stopping: Promise<void> | undefined
   const stop = async (): Promise<void> => {
-    if (!(await complete(proc.child, proc.output))) await flushed(o.file, proc.output)
+    const t0 = Date.now()
+    const counted = await complete(proc.child, proc.output, unjudged)
+    if (counted === null) await flushed(o.file, proc.output)
+    const waitedMs = Date.now() - t0
     const { code, signal, stderr, stdout, exitedBefore } = await terminate(proc.child, proc.output)
     const odd = stderr.split('\n').map((l) => l.trim()).filter((l) => !BENIGN_STDERR.some((re) => re.test(l)))
     if (exitedBefore) {
@@ -142,7 +169,10 @@ export async function startCapture(o: CaptureOptions): Promise<Capture> {
     if (odd.length > 0 || stdout.trim()) {
       throw new CaptureError(`tcpdump on ${o.iface} reported: ${tail([...odd, stdout.trim()].filter(Boolean).join('\n'))}`)
     }
-    stats = parseStats(stderr)
+    stats = {
+      ...parseStats(stderr), waited: counted === null ? 'blind' : 'counts', waitedMs,
+      ...(counted ? { unwritten: counted.unwritten, beforeFilter: unjudged } : {})
+    }
   }
   return {
     running: () => proc.output.exit === undefined,
@@ -220,7 +250,8 @@ function spawnListening(bin: string, args: string[], what: string, dieWithUs = f
     child.stdout?.on('data', (b: Buffer) => { output.stdout += b.toString() })
     child.stderr?.on('data', (b: Buffer) => {
       output.stderr += b.toString()
-      if (!settled && /listening on /.test(output.stderr)) {
+      // The whole line: tcpdump writes it in pieces, and a count line it prints on SIGUSR1 must not land inside it.
+      if (!settled && /listening on [^\n]*\n/.test(output.stderr)) {
         settled = true
         clearTimeout(timer)
         resolve({ child, output })
@@ -261,27 +292,38 @@ function catches(pid: number, signal: number): boolean {
  * dropped reaches it. Packets in the open block wait there until it fills or its 1 s timeout, and
  * are waited for; packets that come later (a guest still talking) are not, so a chatty guest does
  * not hold the stop. A guest that sent nothing in its last second stops in ~IN_FLIGHT_MS instead
- * of 1.2–1.5 s. Resolves false when the counts cannot be had (a tcpdump that does not catch
- * SIGUSR1, no answer): the caller then waits blindly.
+ * of 1.2–1.5 s. When packets came in before the filter was set (`unjudged`, a few captures in a
+ * hundred), those libpcap leaves out are never written: the count can then only be trusted once
+ * every block from before the stop has been handed over (BLOCK_HANDOVER_MS). Resolves with how many of the target were not written when it gave up (0 when
+ * complete), or null when the counts cannot be had (a tcpdump that does not catch SIGUSR1, no
+ * answer): the caller then waits blindly.
  */
-async function complete(child: ChildProcess, output: Output): Promise<boolean> {
+async function complete(child: ChildProcess, output: Output, unjudged: number): Promise<{ unwritten: number } | null> {
   const pid = child.pid
-  if (pid === undefined || output.exit !== undefined || !catches(pid, osConstants.signals.SIGUSR1)) return false
+  if (pid === undefined || output.exit !== undefined || !catches(pid, osConstants.signals.SIGUSR1)) return null
   const deadline = Date.now() + COMPLETE_LIMIT_MS
   const pause = (ms: number): Promise<boolean> => Promise.race([output.closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
+  const exited = { unwritten: 0 } // tcpdump exited: it wrote what it had, and its exit is dealt with by stop()
   // Asked once at stop() (so that SIGUSR1 is known to be answered) and once IN_FLIGHT_MS later.
-  if ((await askCounts(child, output)) === null) return output.exit !== undefined // exited: nothing more to wait for
-  if (await pause(IN_FLIGHT_MS)) return true
+  if ((await askCounts(child, output)) === null) return output.exit !== undefined ? exited : null
+  if (await pause(IN_FLIGHT_MS)) return exited
   let counts = await askCounts(child, output)
-  if (counts === null) return output.exit !== undefined
+  if (counts === null) return output.exit !== undefined ? exited : null
   const target = counts.received
+  const t0 = Date.now()
   while (counts.captured + counts.dropped < target) {
-    if (Date.now() >= deadline) return true // never caught up: waited as long as the blind wait would
-    if (await pause(POLL_MS)) return true
+    const written = counts.captured + counts.dropped
+    // Every block from before the stop has been handed over: what is missing, up to the packets
+    // taken before the filter was set, was left out by libpcap (see startCapture).
+    if (Date.now() - t0 >= BLOCK_HANDOVER_MS && written >= target - unjudged) return { unwritten: 0 }
+    // Never caught up (tcpdump starved of CPU, a block the kernel did not hand over): waited as
+    // long as the blind wait would, and says how many are missing.
+    if (Date.now() >= deadline) return { unwritten: Math.max(0, target - unjudged - written) }
+    if (await pause(POLL_MS)) return exited
     counts = await askCounts(child, output)
-    if (counts === null) return output.exit !== undefined
+    if (counts === null) return output.exit !== undefined ? exited : null
   }
-  return true
+  return { unwritten: 0 }
 }
 
 /** Sends SIGUSR1 and resolves with the counts tcpdump prints for it (null: no answer, or it exited). */
