@@ -25,6 +25,7 @@ import { Scheduler } from './scheduler/scheduler'
 import { recoverAfterRestart } from './scheduler/recovery'
 import { Processor } from './processing/processor'
 import type { FileTypeDetector } from './hashing/magic'
+import type { FileHashing } from './hashing/file-digest'
 import { FleetService } from './fleet/fleet.service'
 import { MachineLocks } from './db/machine-locks'
 import { TaskScores } from './db/task-search'
@@ -54,6 +55,8 @@ export interface EngineOptions {
   configPollMs?: number
   /** file(1) for processing (the service's detector). */
   detectType: FileTypeDetector
+  /** The service's hashing workers, for processing. */
+  hashing?: FileHashing
   aviaryVersion: string
 }
 
@@ -127,7 +130,7 @@ export class Engine {
     const yaraDir = o.layout.yaraRules
     const processor = new Processor({
       layout: o.layout, queue, tasks: o.tasks, samples: o.samples, timeline: o.timeline, bus: o.bus,
-      detectType: o.detectType, aviaryVersion: o.aviaryVersion, log: o.log, scores: new TaskScores(o.db), searchIndex: new SearchIndex(o.db),
+      detectType: o.detectType, ...(o.hashing ? { hashing: o.hashing } : {}), aviaryVersion: o.aviaryVersion, log: o.log, scores: new TaskScores(o.db), searchIndex: new SearchIndex(o.db),
       yaraRules: () => (existsSync(yaraDir) ? yaraDir : null)
     })
     // Reports written before the search index are indexed in the background (search/backfill.ts).

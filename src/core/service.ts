@@ -169,7 +169,7 @@ export class AviaryService {
       )
       if (this.opts.engine ?? true) {
         engine = new Engine({
-          db, layout, tasks, machines, samples, timeline, bus, detectType, aviaryVersion: VERSION,
+          db, layout, tasks, machines, samples, timeline, bus, detectType, hashing: pool, aviaryVersion: VERSION,
           log: { info: (m) => app.log.info(m), warn: (m) => app.log.warn(m), error: (m) => app.log.error(m) },
           maxMachines: this.opts.maxMachines,
           analyzerDir: this.opts.analyzerDir,

@@ -9,6 +9,7 @@
 // processing. report.json's keys are written in the table's order.
 import { mkdir } from 'node:fs/promises'
 import type { FileTypeDetector } from '../hashing/magic'
+import { inlineFileHashing, type FileHashing } from '../hashing/file-digest'
 import { REPORT_SECTIONS, type ReportSectionKey } from '../../shared/report-sections'
 import type { ProcessingContext, YaraMatch } from './types'
 import type { Report } from './report-schema'
@@ -25,6 +26,8 @@ export { VERSION_TAG, analysisInfo } from './info'
 
 export interface PipelineOptions {
   detectType: FileTypeDetector
+  /** Reads and digests the files the report describes: the service's hashing workers; default, this thread. */
+  hashing?: FileHashing
   /** The version of Aviary that writes the report (info.aviary_version). */
   aviaryVersion: string
 }
@@ -69,6 +72,7 @@ export async function processAnalysis(processing: ProcessingContext, o: Pipeline
   const ctx: SectionContext = {
     ...processing,
     detectType: o.detectType,
+    hashing: o.hashing ?? inlineFileHashing,
     aviaryVersion: o.aviaryVersion,
     errors,
     staticOnce: () => (statics ??= processing.sample === null

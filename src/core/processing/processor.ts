@@ -15,6 +15,7 @@ import type { TasksRepository } from '../db/tasks.repository'
 import type { SamplesRepository } from '../db/samples.repository'
 import type { EventBus } from '../events/event-bus'
 import type { FileTypeDetector } from '../hashing/magic'
+import type { FileHashing } from '../hashing/file-digest'
 
 export interface ProcessorDeps {
   layout: StorageLayout
@@ -24,6 +25,8 @@ export interface ProcessorDeps {
   timeline: TimelineRepository
   bus: EventBus
   detectType: FileTypeDetector
+  /** The service's hashing workers, which read and digest the files a report describes. */
+  hashing?: FileHashing
   /** The user's YARA rules folder; null: none. */
   yaraRules: () => string | null
   aviaryVersion: string
@@ -104,7 +107,7 @@ export class Processor {
       const result = await processAnalysis({
         taskId: id, dir, task, sample, url: row.category === 'url' ? row.target : null, yaraRules: d.yaraRules(),
         log: (m) => d.log.info(`task ${id}: processing: ${m}`)
-      }, { detectType: d.detectType, aviaryVersion: d.aviaryVersion })
+      }, { detectType: d.detectType, ...(d.hashing ? { hashing: d.hashing } : {}), aviaryVersion: d.aviaryVersion })
       for (const e of result.errors) d.queue.addError(id, `processing: ${e}`)
       d.scores?.set(id, result.score)
       const indexNote = d.searchIndex?.write(id, result.report) ?? null
