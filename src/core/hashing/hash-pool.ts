@@ -59,6 +59,7 @@ export class HashPool implements FileHashing {
     const job = this.nextJob++
     const state: JobState = { sink, written: 0, writes: 0, size: 0, slot: -1, filled: 0, results: [] }
     this.jobs.set(job, state)
+    this.holdProcess()
     workers.forEach((w, lane) => post(w, { type: 'start', job, kinds: LANES[lane]! }))
     return {
       update: async (chunk) => {
@@ -88,6 +89,7 @@ export class HashPool implements FileHashing {
       },
       abort: () => {
         if (!this.jobs.delete(job)) return
+        this.holdProcess()
         if (state.slot >= 0) this.release(state.slot)
         for (const w of workers) post(w, { type: 'abort', job })
       }
@@ -110,6 +112,7 @@ export class HashPool implements FileHashing {
         const job = this.nextJob++
         const results = await new Promise<(FileDigest | { error: string })[]>((resolve, reject) => {
           this.fileJobs.set(job, { resolve, reject })
+          this.holdProcess()
           post(w, { type: 'files', job, paths: paths.slice(from, next) })
         }).catch((err: unknown) => {
           next = paths.length // a worker stopped: the other lanes send nothing more
@@ -126,6 +129,15 @@ export class HashPool implements FileHashing {
     const ws = this.workers
     this.workers = null
     if (ws) await Promise.all(ws.map((w) => w.terminate()))
+  }
+
+  /** The workers keep the process alive exactly while a job is in flight. */
+  private holdProcess(): void {
+    const busy = this.jobs.size + this.fileJobs.size > 0
+    for (const w of this.workers ?? []) {
+      if (busy) w.ref()
+      else w.unref()
+    }
   }
 
   private takeSlot(): Promise<number> | number {
@@ -166,8 +178,10 @@ export class HashPool implements FileHashing {
     const workers = LANES.map(() => {
       // Small heaps: a lane allocates almost nothing per chunk.
       const w = new Worker(file, { workerData: { slots: this.slots }, resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 48 } })
-      w.unref() // idle hashers must not keep the process alive
       w.on('message', (msg: WorkerReply) => this.onReply(msg))
+      // After the listener (adding one refs the worker again): idle hashers must not keep the
+      // process alive; holdProcess() refs them while a job waits for them.
+      w.unref()
       w.on('error', (err) => this.failAll(err))
       w.on('exit', () => {
         if (this.workers?.includes(w)) {
@@ -191,18 +205,21 @@ export class HashPool implements FileHashing {
     if (msg.type === 'files') {
       const waiting = this.fileJobs.get(msg.job)
       this.fileJobs.delete(msg.job)
+      this.holdProcess()
       return waiting?.resolve(msg.results)
     }
     const state = this.jobs.get(msg.job)
     if (!state) return
     if (msg.type === 'error') {
       this.jobs.delete(msg.job)
+      this.holdProcess()
       this.fail(state, new Error(msg.message))
       return
     }
     state.results.push(msg.hashes)
     if (state.results.length === LANES.length) {
       this.jobs.delete(msg.job)
+      this.holdProcess()
       state.done?.({ size: state.size, ...Object.assign({}, ...state.results) } as Hashes)
     }
   }
@@ -215,8 +232,10 @@ export class HashPool implements FileHashing {
   private failAll(err: Error): void {
     for (const state of this.jobs.values()) this.fail(state, err)
     this.jobs.clear()
+    this.holdProcess()
     for (const waiting of this.fileJobs.values()) waiting.reject(err)
     this.fileJobs.clear()
+    this.holdProcess()
   }
 }
 
