@@ -1,11 +1,12 @@
 // The decrypting proxy of one task: Debian's mitmdump, run as the service's own user, listening on
 // the host's address of the guests' network in transparent mode (the rooter sends the guest's TCP
 // to its TLS ports there, and mitmproxy finds each connection's real destination in conntrack).
-// Its CA is Aviary's own, kept in <data>/mitm (mitmproxy makes it on its first start), and the
-// analyzer trusts it in the guest for the run. What it sees goes to the task's folder: mitm/dump.mitm
-// (mitmproxy's own format, to open in mitmproxy), mitm/flows.jsonl (Aviary's addon, read by
-// processing) and mitm/mitm.log. Upstream certificates are not verified: the sample, not the host,
-// decides whom it trusts, and a sample's server often has a certificate no store knows.
+// Its CA is the data folder's own, kept in <data>/mitm and made before the first mitmdump starts
+// (mitm-ca.ts); the analyzer trusts it in the guest for the run. What it sees goes to the task's
+// folder: mitm/dump.mitm (mitmproxy's own format, to open in mitmproxy), mitm/flows.jsonl (Aviary's
+// addon, read by processing) and mitm/mitm.log. Upstream certificates are not verified: the
+// sample, not the host, decides whom it trusts, and a sample's server often has a certificate no
+// store knows.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
@@ -13,8 +14,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createWriteStream } from 'node:fs'
 import { ARTIFACTS, artifactPath } from '../storage/layout'
-
-export const MITM_CA_CERT = 'mitmproxy-ca-cert.pem'
+import { ensureMitmCa, type MitmCa } from './mitm-ca'
 
 /** The addon, next to the bundle (out/cli → resources) or the sources. */
 export function defaultAddon(): string {
@@ -52,32 +52,37 @@ export interface MitmOptions {
   mitmdump: string
   /** Where it listens: the host's address on the guests' network. */
   ip: string
-  /** <data>/mitm: mitmproxy's confdir, with Aviary's CA. */
+  /** <data>/mitm: mitmproxy's confdir, with the data folder's CA. */
   confdir: string
   /** The task's analysis folder: the proxy's files go into its mitm/ (ARTIFACTS.mitm*). */
   analysisDir: string
   /** `reverse:https://host:443` for the inetsim route; transparent otherwise. */
   mode?: string
+  /** For what the CA setup has to say (a CA made, an unusable one set aside). */
+  log?: (msg: string) => void
 }
 
 export class Mitm {
   private child: ChildProcess | null = null
+  private ca: MitmCa | null = null
   port = 0
 
   constructor(private readonly o: MitmOptions) {}
 
-  /** The CA certificate the guest must trust (exists once start() resolved). */
-  get caCert(): string {
-    return path.join(this.o.confdir, MITM_CA_CERT)
+  /** The CA certificate the guest must trust (known once start() resolved). */
+  get caCert(): string | null {
+    return this.ca?.cert ?? null
   }
 
   async start(timeoutMs = 30_000): Promise<void> {
-    mkdirSync(this.o.confdir, { recursive: true, mode: 0o700 })
+    const confdir = path.resolve(this.o.confdir)
+    // Before mitmdump starts: with a CA in its confdir, mitmproxy makes none of its own.
+    this.ca = await ensureMitmCa(confdir, { ...(this.o.log ? { log: this.o.log } : {}) })
     mkdirSync(artifactPath(this.o.analysisDir, ARTIFACTS.mitm), { recursive: true })
     this.port = await freePort(this.o.ip)
     const log = createWriteStream(artifactPath(this.o.analysisDir, ARTIFACTS.mitmLog), { flags: 'a' })
     const args = ['--mode', this.o.mode ?? 'transparent', '--listen-host', this.o.ip, '--listen-port', String(this.port),
-      '--set', `confdir=${this.o.confdir}`, '--set', 'ssl_insecure=true', '--set', 'stream_large_bodies=4m',
+      '--set', `confdir=${confdir}`, '--set', 'ssl_insecure=true', '--set', 'stream_large_bodies=4m',
       '--set', 'termlog_verbosity=info', '-w', artifactPath(this.o.analysisDir, ARTIFACTS.mitmDump), '-s', defaultAddon(),
       // Reverse mode (to INetSim) keeps the name the sample asked for, not the upstream's address.
       ...(this.o.mode?.startsWith('reverse:') ? ['--set', 'keep_host_header=true'] : [])]
@@ -97,7 +102,6 @@ export class Mitm {
       if (Date.now() > end) throw new Error(`mitmdump did not listen on ${this.o.ip}:${this.port} within ${timeoutMs / 1000} s`)
       await new Promise((r) => setTimeout(r, 100))
     }
-    if (!existsSync(this.caCert)) throw new Error(`mitmdump made no CA in ${this.o.confdir}`)
   }
 
   /** Stops it; its files are complete once this resolves. */
