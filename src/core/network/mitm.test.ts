@@ -11,6 +11,9 @@ import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { endLeftoverProxies, Mitm } from './mitm'
+import { readMitmFlows } from '../processing/network/mitm-flows'
+import { createServer as createTcpServer } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
 
 const work = mkdtempSync(path.join(tmpdir(), 'aviary-mitm-'))
 let upstream: Server
@@ -80,6 +83,47 @@ describe('the task\'s proxy', () => {
       await Promise.all(proxies.map((p) => p.stop()))
     }
     expect(readdirSync(path.join(confdir, 'pids'))).toEqual([])
+  }, 60_000)
+
+  it('records a failed handshake as what it saw: which side ended it, and the TLS alert or error', async () => {
+    const confdir = path.join(work, 'fail-data', 'mitm')
+    // An "upstream" that answers in plain text, not TLS.
+    const plain = createTcpServer((s) => { s.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n') })
+    await new Promise<void>((r) => plain.listen(0, '127.0.0.1', () => r()))
+    const plainPort = (plain.address() as { port: number }).port
+    const dirs = ['refused', 'plain'].map((n) => { const d = path.join(work, `fail-${n}`); mkdirSync(d); return d })
+    const toTls = new Mitm({ mitmdump: 'mitmdump', ip: '127.0.0.1', confdir, analysisDir: dirs[0]!, mode: `reverse:https://127.0.0.1:${upstreamPort}` })
+    const toPlain = new Mitm({ mitmdump: 'mitmdump', ip: '127.0.0.1', confdir, analysisDir: dirs[1]!,
+      mode: `reverse:https://127.0.0.1:${plainPort}` })
+    try {
+      await Promise.all([toTls.start(), toPlain.start()])
+      // A client that trusts another CA, as a pinning sample does: OpenSSL aborts with an alert.
+      // (Not spawnSync: the upstream answers from this process.)
+      const client = spawn('openssl', ['s_client', '-connect', `127.0.0.1:${toTls.port}`, '-servername', 'pinned.example', '-verify_return_error',
+        '-CAfile', path.join(work, 'up.crt')], { stdio: ['ignore', 'ignore', 'ignore'] })
+      started.push(client)
+      const killer = setTimeout(() => client.kill('SIGKILL'), 15_000)
+      expect(await new Promise((r) => client.once('exit', r))).toBe(1)
+      clearTimeout(killer)
+      // A client that trusts the proxy, whose upstream does not speak TLS.
+      await new Promise<void>((resolve) => {
+        const s = tlsConnect({ host: '127.0.0.1', port: toPlain.port, servername: 'plain.example', ca: readFileSync(toPlain.caCert!) }, () => s.end('GET / HTTP/1.1\r\nHost: plain.example\r\n\r\n'))
+        // Whatever the proxy answers (it finishes the guest's handshake anyway), one answer is enough.
+        s.on('data', () => s.destroy())
+        s.setTimeout(10_000, () => s.destroy())
+        s.on('error', () => resolve())
+        s.on('close', () => resolve())
+      })
+    } finally {
+      await Promise.all([toTls.stop(), toPlain.stop()])
+      plain.close()
+    }
+    const refused = (await readMitmFlows(dirs[0]!)).mitm
+    expect(refused).toEqual([expect.stringMatching(/^the guest \(127\.0\.0\.1:\d+\) refused the proxy's certificate for pinned\.example \(TLS alert: unknown ca\)$/)])
+    const upstream = (await readMitmFlows(dirs[1]!)).mitm
+    // In reverse mode (the inetsim route) the proxy opens the upstream's TLS before the guest names
+    // a server, so the line names the upstream; once for the handshake, once for the request.
+    expect(upstream).toEqual([`the upstream (127.0.0.1:${plainPort}) does not speak TLS (for 127.0.0.1) (2 times)`])
   }, 60_000)
 
   it('dies with the process that started it, even by kill -9', async () => {
