@@ -7,6 +7,7 @@ import { existsSync, unwatchFile, watchFile } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { rooter, rooterOwner } from './network/rooter-client'
+import { endLeftoverProxies } from './network/mitm'
 import type { RoutingSettings } from './network/routing-config'
 import type { Db } from './db/database'
 import type { StorageLayout } from './storage/layout'
@@ -100,6 +101,8 @@ export class Engine {
     const recovered = recoverAfterRestart({ queue, machines: o.machines, guests, timeline: o.timeline })
     if (recovered.requeued.length) o.log.warn(`tasks queued again after an unclean stop: ${recovered.requeued.join(', ')}`)
     if (recovered.failed.length) o.log.error(`tasks failed after unclean stops: ${recovered.failed.join(', ')}`)
+    // Decrypting proxies a killed service left running go before any run starts one.
+    for (const line of endLeftoverProxies(o.layout.mitmConf)) o.log.warn(line)
     const settings = () => this.settings!
     // What a crashed run of this service left in the rooter's table goes before any run turns a
     // route on; other services' grants stay (they are not this service's to clear).

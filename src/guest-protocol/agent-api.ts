@@ -109,6 +109,10 @@ export const RUN_FIELD = 'run'
 
 /**
  * Next to analysis.conf when the task's TLS is decrypted: the proxy's CA certificate (PEM), which
- * Aviary's analyzer adds to the guest's trust store for the run and removes afterwards.
+ * Aviary's analyzer adds to the guest's trust store for the run and removes afterwards, and its
+ * OpenSSL subject hash (8 hex digits, the name OpenSSL looks it up by in a CA folder: computed on
+ * the host, since a guest may have no openssl). Plain names: the sample can list the analyzer's
+ * folder, and nothing it sees may name Aviary.
  */
-export const TRUSTED_CA_FILE = 'aviary-ca.pem'
+export const TRUSTED_CA_FILE = 'ca.crt'
+export const TRUSTED_CA_HASH_FILE = 'ca.hash'

@@ -106,11 +106,11 @@ export function NetworkView({ report, sources, taskRoute = null }: { report: unk
         </Section>
       )}
       {refused.length > 0 && (
-        <Section title="Refused TLS handshakes" count={refused.length}>
+        <Section title="Failed TLS handshakes" count={refused.length}>
           <p className="mb-1.5 text-sm text-zinc-600 dark:text-zinc-400">
-            The guest refused the proxy&apos;s certificate here (a sample that pins its certificates, or a program that does not trust Aviary&apos;s CA): this traffic was not decrypted.
+            The proxy could not complete these handshakes, so this traffic was not decrypted. Each says which side ended it (the guest, or the upstream server) and the TLS alert or error the proxy saw.
           </p>
-          <ul aria-label="Refused TLS handshakes" className="flex flex-col gap-1">
+          <ul aria-label="Failed TLS handshakes" className="flex flex-col gap-1">
             {refused.slice(0, MAX_NOTES).map((line, i) => (
               <li key={i} className="rounded border-l-4 border-amber-500 bg-amber-50 px-2 py-1 text-sm text-amber-950 dark:bg-amber-950/40 dark:text-amber-100">
                 <span aria-hidden className="mr-1">⚠</span><SafeText value={textOf(line, 1000)} />
