@@ -26,6 +26,7 @@
 #   wine wine64 gcc-mingw-w64-x86-64  Windows guests: the Wine test bed runs the Windows agent under
 #                  Wine, and mingw-w64 builds the analyzer's Windows helper (aviary-winmon.exe) and the
 #                  test samples (no xvfb: the agent, the helper and the samples are console programs)
+#   gcc-mingw-w64-i686  the static analyser's PE32 (i386) test builds its 32-bit sample with it
 #   xorriso ovmf swtpm swtpm-tools  `aviary machines create windows`: the answer medium (xorriso),
 #                  UEFI firmware (OVMF) and the TPM 2.0 libvirt starts for Windows 11 (swtpm)
 #   wimtools genisoimage libxml2-utils  its tests: a stand-in install.wim (wimcapture, wiminfo as
@@ -39,7 +40,7 @@ PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump st
   libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
   tshark yara python3-jsonschema liblnk-utils chromium fonts-dejavu-core postgresql nginx-light
   nftables inetsim mitmproxy iputils-ping libcap2-bin openssl
-  wine wine64 gcc-mingw-w64-x86-64
+  wine wine64 gcc-mingw-w64-x86-64 gcc-mingw-w64-i686
   xorriso ovmf swtpm swtpm-tools wimtools genisoimage libxml2-utils
   debvm mmdebstrap uidmap acl)
 
