@@ -41,13 +41,15 @@ try {
   const sock = path.join(lab.dir, 'rooter.sock')
   const g = lab.guests[0]
   const rs = { ip: lab.bridgeIp, port: 2042 }
+  // The bench's own owner id at the rooter, as a service's (rooterOwner of a data folder).
+  const owner = 'b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0'
   const overhead = {}
   for (const [kind, extra] of [['none', {}], ['internet', { interface: 'up0' }], ['inetsim', { inetsim: lab.bridgeIp }]]) {
     const ms = []
     for (let i = 0; i < ROUNDS; i++) {
       const t0 = performance.now()
-      await rooter.enable(sock, { guest: g.ip, route: kind, resultserver: rs, ...extra })
-      await rooter.disable(sock, g.ip)
+      await rooter.enable(sock, { owner, guest: g.ip, route: kind, resultserver: rs, ...extra })
+      await rooter.disable(sock, owner, g.ip)
       ms.push(performance.now() - t0)
     }
     overhead[kind] = { median_ms: +pick(ms, 0.5).toFixed(1), p90_ms: +pick(ms, 0.9).toFixed(1), max_ms: +Math.max(...ms).toFixed(1) }
@@ -58,13 +60,13 @@ try {
   const url = `https://upstream.example/big?bytes=${MIB * 1024 * 1024}`
   const curl = () => Number(execFileSync('ip', ['netns', 'exec', g.ns, 'curl', '-sk', '-o', '/dev/null', '-w', '%{speed_download}', url], { encoding: 'utf8' }))
   const best = () => Math.max(curl(), curl(), curl()) / 1024 / 1024
-  await rooter.enable(sock, { guest: g.ip, route: 'internet', interface: 'up0', resultserver: rs })
+  await rooter.enable(sock, { owner, guest: g.ip, route: 'internet', interface: 'up0', resultserver: rs })
   const direct = best()
-  await rooter.disable(sock, g.ip)
+  await rooter.disable(sock, owner, g.ip)
   const mitmProc = await startMitmInHost(lab)
-  await rooter.enable(sock, { guest: g.ip, route: 'internet', interface: 'up0', resultserver: rs, mitm: { ip: lab.bridgeIp, port: mitmProc.port, ports: [443] } })
+  await rooter.enable(sock, { owner, guest: g.ip, route: 'internet', interface: 'up0', resultserver: rs, mitm: { ip: lab.bridgeIp, port: mitmProc.port, ports: [443] } })
   const proxied = best()
-  await rooter.disable(sock, g.ip)
+  await rooter.disable(sock, owner, g.ip)
   await mitmProc.stop()
   console.log(JSON.stringify({
     bench: 'routes', rounds: ROUNDS, overhead_per_task: overhead, mitm_wall_beyond_window: mitm,
