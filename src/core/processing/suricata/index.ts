@@ -68,7 +68,10 @@ export function suricataConfig(o: { ruleFiles: string[]; bundledRules: string | 
     // Checksums: see the header.
     'pcap-file': { 'checksum-checks': 'no' },
     stream: { 'checksum-validation': 'no' },
-    'app-layer': { protocols: { tls: { 'ja3-fingerprints': 'yes' } } },
+    // JA3/JA3S always; the ICS parsers Suricata leaves off by default on, so that the bundled
+    // dnp3 and modbus event rules load (and a sample speaking them is seen).
+    'app-layer': { protocols: { tls: { 'ja3-fingerprints': 'yes' }, dnp3: { enabled: 'yes', 'detection-ports': { dp: 20000 } },
+      modbus: { enabled: 'yes', 'detection-ports': { dp: 502 } } } },
     engine: { 'init-failure-fatal': 'no' },
     outputs: [{
       'eve-log': {

@@ -1,7 +1,7 @@
 // The IDS step on real traffic: a network-namespace guest (index 17) makes crafted flows against
 // servers on the host — an executable and an ELF downloaded over HTTP, a dynamic-DNS lookup, an
 // IRC registration, a reverse shell's `id` output, and benign traffic (a page, a lookup, a TLS
-// handshake) — captured by real tcpdump on the veth, whose checksum offload leaves packets with
+// handshake, TLS 1.2 so that the certificate is in the clear) — captured by real tcpdump on the veth, whose checksum offload leaves packets with
 // checksums the NIC would have filled in. Real Suricata (Debian's 7, bookworm-backports) runs over
 // the capture: exactly Aviary's expected rules fire and no checksum or stream noise is reported;
 // each alert's 5-tuple and timestamp are tshark's decoding of the packet Suricata names
@@ -114,7 +114,7 @@ beforeAll(async () => {
   // IRC and the reverse shell's listener: read, answer a line, close.
   await listen(createTcpServer((s) => { s.once('data', () => s.end(':irc.test 001 bot :Welcome\r\n')); s.on('error', () => undefined) }), ip, 6667)
   await listen(createTcpServer((s) => { s.once('data', () => s.end()); s.on('error', () => undefined) }), ip, 4444)
-  await listen(createTlsServer({ key: readFileSync(keyFile), cert: readFileSync(certFile) }, (s) => { s.end('HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n'); s.on('error', () => undefined) }), ip, 8443)
+  await listen(createTlsServer({ key: readFileSync(keyFile), cert: readFileSync(certFile), maxVersion: 'TLSv1.2' }, (s) => { s.end('HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n'); s.on('error', () => undefined) }), ip, 8443)
 
   pcap = path.join(work, 'lab.pcap')
   const cap = await tcpdump(['-i', guest.hostIf, '-w', pcap, 'not', 'arp'])
@@ -134,7 +134,10 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(async () => {
-  for (const s of servers) await new Promise<void>((resolve) => s.close(() => resolve()))
+  for (const s of servers) {
+    s.close()
+    if ('closeAllConnections' in s) s.closeAllConnections()
+  }
   await guest?.close()
   if (work) rmSync(work, { recursive: true, force: true })
 })
