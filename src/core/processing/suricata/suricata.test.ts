@@ -20,6 +20,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createNetnsGuest, type NetnsGuest } from '../../../../test/guests/netns-guest'
 import { schemaProblems } from '../../../../test/report-contract'
+import { missingConsumerFields } from '../../../../test/cuckoo-report-fields'
 import { SuricataSchema, type SuricataReport } from './eve'
 import { suricataStep } from './index'
 import { importRuleSet, listRuleSets } from './rulesets'
@@ -295,6 +296,8 @@ describe('the report', () => {
     expect(medium?.severity).toBe(2)
     expect(medium?.marks.map((m) => m.sid).sort()).toEqual([1100001, 1100002, 1100003, 1100006])
     expect(result.score).toBeGreaterThanOrEqual(1)
+    // Cortex's analyzer reads signature, dst_ip, dst_port and severity of every alert.
+    expect(missingConsumerFields(r, 'file')).toEqual([])
     expect(readFileSync(path.join(d.dir, 'reports/report.html'), 'utf8')).toContain('AVIARY reverse shell: id output sent to a remote host')
   }, 120_000)
 })
