@@ -14,6 +14,8 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net'
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls'
+import { createServer as createHttpsServer, request as httpsRequest } from 'node:https'
+import { Mitm } from '../../network/mitm'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -274,6 +276,55 @@ describe('noise, settings and rule sets', () => {
     await expect(importRuleSet(d.suricataDir, Buffer.from('# nothing\n'), { fileName: 'x.rules' })).rejects.toThrow(/^file: holds no rules/)
     await expect(importRuleSet(d.suricataDir, tarball, { fileName: 'e.tar.gz', name: 'aviary' })).rejects.toThrow(/built-in set/)
   }, 60_000)
+})
+
+describe('mitm=1: the decrypted HTTPS', () => {
+  it('is seen by the IDS on the guest\'s real connection, as a pcap tshark reads as HTTP', async () => {
+    const d = dataDir('mitm')
+    const upstream = createHttpsServer({ key: readFileSync(keyFile), cert: readFileSync(certFile) }, (req, res) => {
+      const body = req.url === '/setup.exe' ? PE : Buffer.from('fine')
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length })
+      res.end(body)
+    })
+    await listen(upstream, '127.0.0.1', 0)
+    const upPort = (upstream.address() as { port: number }).port
+    const mitm = new Mitm({ mitmdump: 'mitmdump', ip: '127.0.0.1', confdir: path.join(work, 'mitm-conf'), analysisDir: d.dir, mode: `reverse:https://127.0.0.1:${upPort}` })
+    let clientPort = 0
+    await mitm.start()
+    try {
+      for (const p of ['/page', '/setup.exe']) {
+        await new Promise<void>((resolve, reject) => {
+          const req = httpsRequest({ host: '127.0.0.1', port: mitm.port, path: p, servername: 'downloads.test', headers: { host: 'downloads.test' }, ca: readFileSync(mitm.caCert!), agent: false }, (res) => {
+            if (p === '/setup.exe') clientPort = res.socket.localPort ?? 0
+            res.resume()
+            res.on('end', () => resolve())
+          })
+          req.on('error', reject)
+          req.end()
+        })
+      }
+    } finally {
+      await mitm.stop()
+    }
+    const errors: string[] = []
+    const r = await suricataStep({ dir: d.dir, suricataDir: d.suricataDir, log: () => undefined, errors })
+    expect(errors).toEqual([])
+    // The capture's alerts, and the decrypted exchange's: the executable that came over HTTPS.
+    expect(r.alerts.filter((a) => a.source === 'capture').map((a) => a.sid).sort()).toEqual(AVIARY_SIDS)
+    const decrypted = r.alerts.filter((a) => a.source === 'decrypted')
+    expect(decrypted.map((a) => a.sid)).toEqual([1100001])
+    expect(decrypted[0]).toMatchObject({ src_ip: '127.0.0.1', src_port: upPort, dst_ip: '127.0.0.1', dst_port: clientPort, app_proto: 'http' })
+    expect(r.http.filter((h) => h.source === 'decrypted').map((h) => `${h.hostname ?? ''}${h.url ?? ''} ${h.status}`).sort()).toEqual(['downloads.test/page 200', 'downloads.test/setup.exe 200'])
+    expect(r.files.find((f) => f.source === 'decrypted' && f.filename === 'setup.exe')?.filesize).toBe(PE.length)
+    // The pcap written for Suricata is one tshark reads: HTTP on those ports, every checksum right (status 1: good).
+    const decryptedPcap = path.join(d.dir, 'suricata', 'decrypted.pcap')
+    const { stdout } = await run('tshark', ['-r', decryptedPcap, '-n', '-o', 'tcp.check_checksum:TRUE', '-o', 'ip.check_checksum:TRUE', '-d', `tcp.port==${upPort},http`,
+      '-Y', 'http.request', '-T', 'fields', '-e', 'tcp.srcport', '-e', 'tcp.dstport', '-e', 'http.request.uri', '-e', 'tcp.checksum.status', '-e', 'ip.checksum.status'])
+    expect(stdout.trim().split('\n').map((l) => l.split('\t'))).toEqual([
+      [expect.any(String), String(upPort), '/page', '1', '1'], [String(clientPort), String(upPort), '/setup.exe', '1', '1']
+    ])
+    upstream.close()
+  }, 90_000)
 })
 
 describe('the report', () => {
