@@ -7,8 +7,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
 import { ErrorBody } from '../../../shared/api/schemas'
 import { badRequest, notFound } from '../../errors'
-import { importRuleSet, listRuleSets, MAX_IMPORT_BYTES, removeRuleSet, RuleImportError, type RuleSet } from '../../processing/suricata/rulesets'
-import { loadSuricataSettings, SuricataSettingsError } from '../../processing/suricata/settings'
+import type { RuleSet } from '../../processing/suricata/rulesets'
+import { loadSuricataSettings, MAX_IMPORT_BYTES, RuleImportError, SuricataSettingsError } from '../../processing/suricata/settings'
+
+// The rule sets' reader (tar-stream, zlib) loads with the first request that needs it, not with the service.
+const ruleSets = () => import('../../processing/suricata/rulesets')
 
 const tags = ['ids']
 const RuleSetBody = Type.Object({
@@ -45,7 +48,7 @@ export const aviaryIdsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (b
 
   app.get('/aviary/ids/rules', {
     schema: { tags, summary: 'The rule sets the IDS step loads, with their rule counts and ages', response: { 200: Type.Object({ rulesets: Type.Array(RuleSetBody) }), 400: ErrorBody, 500: ErrorBody } }
-  }, async () => ({ rulesets: listRuleSets(dir, { bundledRules: bundledRules(dir) }).map(view) }))
+  }, async () => ({ rulesets: (await ruleSets()).listRuleSets(dir, { bundledRules: bundledRules(dir) }).map(view) }))
 
   app.post('/aviary/ids/rules', {
     schema: {
@@ -56,7 +59,7 @@ export const aviaryIdsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (b
     const body = request.body
     if (!Buffer.isBuffer(body) || body.length === 0) throw badRequest('body', 'must be the rule file, sent as application/octet-stream')
     try {
-      const r = await importRuleSet(dir, body, { fileName: request.query.filename, ...(request.query.name ? { name: request.query.name } : {}), replace: request.query.replace === true })
+      const r = await (await ruleSets()).importRuleSet(dir, body, { fileName: request.query.filename, ...(request.query.name ? { name: request.query.name } : {}), replace: request.query.replace === true })
       return { ruleset: view(r.set), replaced: r.replaced }
     } catch (err) {
       if (err instanceof RuleImportError) {
@@ -72,7 +75,7 @@ export const aviaryIdsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (b
   }, async (request) => {
     let removed: boolean
     try {
-      removed = await removeRuleSet(dir, request.params.name)
+      removed = await (await ruleSets()).removeRuleSet(dir, request.params.name)
     } catch (err) {
       if (err instanceof RuleImportError) throw badRequest('name', err.message.replace(/^name: /, ''))
       throw err

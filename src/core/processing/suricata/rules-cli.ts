@@ -4,13 +4,15 @@
 import type { Command } from 'commander'
 import { createLayout } from '../../storage/layout'
 import { defaultDataDir } from '../../config'
-import { age } from '../../doctor/ids-check'
-import { importRuleSet, listRuleSets, removeRuleSet, RuleImportError, type RuleSet } from './rulesets'
-import { loadSuricataSettings } from './settings'
+import type { RuleSet } from './rulesets'
+import { loadSuricataSettings, RuleImportError } from './settings'
+
+// Loaded when a `rules` command runs: `aviary serve` never needs the archive reader.
+const load = async () => ({ ...(await import('./rulesets')), ...(await import('../../doctor/ids-check')) })
 
 const DATA = ['--data <dir>', 'data directory (default: $AVIARY_DATA or the per-user data directory)'] as const
 
-function describe(s: RuleSet, now = Date.now()): string {
+function describe(s: RuleSet, age: (t: number, now: number) => string, now = Date.now()): string {
   const what = s.kind === 'imported' ? `imported ${age(s.updated, now)} ago from ${s.source ?? '?'}` : `${s.kind}, updated ${age(s.updated, now)} ago`
   return `${s.name.padEnd(20)} ${String(s.rules).padStart(7)} rules  ${what}`
 }
@@ -24,12 +26,13 @@ export function rulesCommand(program: Command, done: (code: number) => void): vo
   }
   rules.command('list').description('every rule set the IDS step loads, with its rule count and age')
     .option(...DATA).option('--json', 'print JSON')
-    .action((o: { data?: string; json?: boolean }) => {
+    .action(async (o: { data?: string; json?: boolean }) => {
       try {
+        const { listRuleSets, age } = await load()
         const dir = dirOf(o)
         const sets = listRuleSets(dir, { bundledRules: loadSuricataSettings(dir).bundledRules })
         process.stdout.write(o.json ? JSON.stringify(sets.map(({ files, ...s }) => ({ ...s, files: files.length })), null, 2) + '\n'
-          : sets.length === 0 ? 'no rule sets\n' : sets.map((s) => describe(s)).join('\n') + '\n')
+          : sets.length === 0 ? 'no rule sets\n' : sets.map((s) => describe(s, age)).join('\n') + '\n')
         done(0)
       } catch (err) { fail(err) }
     })
@@ -40,6 +43,7 @@ export function rulesCommand(program: Command, done: (code: number) => void): vo
     .option(...DATA)
     .action(async (file: string, o: { name?: string; replace?: boolean; data?: string }) => {
       try {
+        const { importRuleSet } = await load()
         const r = await importRuleSet(dirOf(o), file, { fileName: file, ...(o.name !== undefined ? { name: o.name } : {}), replace: o.replace === true })
         process.stdout.write(`${r.replaced ? 'replaced' : 'imported'} ${r.set.name}: ${r.set.rules} rules in ${r.set.files.length} files\n`)
         done(0)
@@ -48,6 +52,7 @@ export function rulesCommand(program: Command, done: (code: number) => void): vo
   rules.command('remove').description('remove an imported rule set').argument('<name>').option(...DATA)
     .action(async (name: string, o: { data?: string }) => {
       try {
+        const { removeRuleSet } = await load()
         if (await removeRuleSet(dirOf(o), name)) { process.stdout.write(`removed ${name}\n`); done(0) }
         else { process.stderr.write(`aviary rules: no imported rule set named ${name}\n`); done(1) }
       } catch (err) { fail(err) }

@@ -16,7 +16,7 @@ import { createGunzip } from 'node:zlib'
 import { pipeline } from 'node:stream/promises'
 import { Readable } from 'node:stream'
 import { extract } from 'tar-stream'
-import { RULES_DIR } from './settings'
+import { MAX_IMPORT_BYTES, MAX_IMPORT_FILES, RuleImportError, RULES_DIR } from './settings'
 
 export interface RuleSet {
   /** `bundled`, `aviary`, or the imported set's name. */
@@ -37,11 +37,7 @@ const RESERVED = new Set(['bundled', 'aviary'])
 const ACTION = /^\s*(alert|drop|pass|reject|rejectsrc|rejectdst|rejectboth)\s/
 /** An imported set's own record, next to its files. */
 const SET_META = 'set.json'
-/** Bounds of an import: the archive's rule files together, and how many. */
-export const MAX_IMPORT_BYTES = 256 * 1024 ** 2
-export const MAX_IMPORT_FILES = 2_000
-
-export class RuleImportError extends Error {}
+export { MAX_IMPORT_BYTES, MAX_IMPORT_FILES, RuleImportError } from './settings'
 
 /** Aviary's own rule file, next to the bundle (out/cli → resources) or the sources. */
 export function aviaryRulesFile(): string {

@@ -44,6 +44,12 @@ export const RULES_DIR = 'rules'
 
 export class SuricataSettingsError extends Error {}
 
+/** Bounds of a rule set's import (rulesets.ts): the archive's rule files together, and how many. */
+export const MAX_IMPORT_BYTES = 256 * 1024 ** 2
+export const MAX_IMPORT_FILES = 2_000
+/** A rule set that cannot be imported; the message starts with the field at fault (`file:`, `name:`). */
+export class RuleImportError extends Error {}
+
 type Json = Record<string, unknown>
 
 /** The settings of a data folder's suricata/ (defaults where the file or a key is missing). */
