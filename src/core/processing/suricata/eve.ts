@@ -28,7 +28,11 @@ export const SuricataAlertSchema = Closed({
   ...Ends,
   protocol: Type.String(),
   timestamp: Type.String(),
-  /** Aviary: the rule's generator and revision, the flow's application protocol, the packet's number in the pcap. */
+  /**
+   * Aviary: the rule's generator and revision, the flow's application protocol, and the packet's
+   * number in the pcap it came from (dump.pcap; suricata/decrypted.pcap for `decrypted`), null for
+   * an alert Suricata raised at a flow's end rather than on a packet.
+   */
   gid: Type.Integer(),
   rev: Type.Integer(),
   app_proto: Nullable(Type.String()),
@@ -87,6 +91,7 @@ export const SuricataDnsSchema = Closed({
 export type SuricataDns = Static<typeof SuricataDnsSchema>
 
 export const SuricataFileSchema = Closed({
+  /** Suricata's file id where it gives one (7.0 does not without a file store), else the file's number in this list. */
   id: Type.Integer(),
   filesize: Type.Integer(),
   filename: Type.String(),
