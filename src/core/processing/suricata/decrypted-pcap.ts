@@ -3,8 +3,9 @@
 // resources/mitm/aviary_flows.py) becomes one TCP connection between the guest's real address and
 // port and the server's real address and port, with its handshake, the exchanges' requests and
 // responses as plain HTTP/1.1 in order, and its close. The IDS then sees the HTTPS a sample sent
-// as the HTTP it was, on the same 5-tuple the capture shows encrypted: its HTTP rules fire, and
-// an alert names the connection the analyst finds in dump.pcap. (mitmproxy 8 writes no pcap of
+// as the HTTP it was, on the same 5-tuple the capture shows encrypted (transparent mode; in
+// reverse mode, the inetsim route, the server is the upstream the proxy used): its HTTP rules
+// fire, and an alert names the connection the analyst finds in dump.pcap. (mitmproxy 8 writes no pcap of
 // its own, and the capture's TLS cannot be decrypted by Suricata.)
 //
 // By hand, because no maintained npm package writes TCP/IP packets into a pcap; the layers are
