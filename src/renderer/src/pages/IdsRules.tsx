@@ -77,7 +77,7 @@ export function IdsRulesPage(): JSX.Element {
       {error !== null && <ErrorNote prefix="Not done" error={new Error(error)} />}
       {sets.error && <ErrorNote prefix="Could not list the rule sets" error={sets.error} />}
       <table className="w-full text-sm" aria-label="IDS rule sets">
-        <thead><tr className="text-left text-zinc-500"><th className="py-1">set</th><th>rules</th><th>from</th><th>age</th><th /></tr></thead>
+        <thead><tr className="text-left text-zinc-500"><th className="py-1">set</th><th>rules</th><th>from</th><th>age</th><th><span className="sr-only">actions</span></th></tr></thead>
         <tbody>
           {(sets.data ?? []).map((s) => (
             <tr key={s.name} className="border-t border-zinc-200 dark:border-zinc-800">
