@@ -9,8 +9,8 @@
 // checksum checks are off too, and the noise lists (settings.ts) catch what is left.
 // Bounded: a capture larger than max_pcap_size is not given to Suricata; a run longer than
 // `timeout` is killed (its process group) and what it wrote so far is reported as partial.
-// Skipped, with the reason in `suricata.skipped`: turned off, no capture, Suricata not installed,
-// no rules, settings file wrong.
+// Skipped, with the reason in `suricata.skipped`: turned off, no capture (and nothing the proxy
+// decrypted), Suricata not installed, no rules, settings file wrong.
 import { spawn } from 'node:child_process'
 import { existsSync, statSync } from 'node:fs'
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
@@ -132,7 +132,7 @@ async function onePass(o: { binary: string; settings: SuricataSettings; sets: Ru
     const why = runLog.errors[0] ?? r.stderr.trim().split('\n').pop() ?? ''
     step.errors.push(`suricata: exited with status ${r.code} on ${what}${why ? `: ${why}` : ''}`)
   }
-  if (o.source === 'capture') {
+  if (report.version === null) {
     report.version = runLog.version
     report.rules_loaded = runLog.loaded
     report.rules_failed = runLog.failed
@@ -151,8 +151,11 @@ export async function suricataStep(step: SuricataStepOptions): Promise<SuricataR
   }
   if (!settings.enabled) return emptySuricataReport('turned off (suricata.json: "enabled": false)')
   const pcap = artifactPath(step.dir, ARTIFACTS.pcap)
-  if (!existsSync(pcap)) return emptySuricataReport('the task has no packet capture')
-  const size = statSync(pcap).size
+  const flows = artifactPath(step.dir, ARTIFACTS.mitmFlows)
+  // Without a capture, the proxy's decrypted exchanges (a mitm=1 task whose tcpdump failed) are still read.
+  const hasPcap = existsSync(pcap)
+  if (!hasPcap && !existsSync(flows)) return emptySuricataReport('the task has no packet capture')
+  const size = hasPcap ? statSync(pcap).size : 0
   if (size > settings.maxPcapSize) {
     return emptySuricataReport(`the capture (${size} bytes) is larger than max_pcap_size (${settings.maxPcapSize} bytes)`)
   }
@@ -166,12 +169,18 @@ export async function suricataStep(step: SuricataStepOptions): Promise<SuricataR
   const report = emptySuricataReport()
   report.rulesets = sets.map((s) => ({ name: s.name, rules: s.rules }))
   const out = artifactPath(step.dir, ARTIFACTS.suricata)
-  await onePass({ binary, settings, sets, pcap, logDir: out, source: 'capture' }, report, step)
+  if (hasPcap) await onePass({ binary, settings, sets, pcap, logDir: out, source: 'capture' }, report, step)
+  else {
+    await rm(out, { recursive: true, force: true })
+    await mkdir(out, { recursive: true })
+    step.log('suricata: no capture; the decrypted traffic only')
+  }
   // mitm=1: what the proxy decrypted, as the plain HTTP it was (decrypted-pcap.ts).
   const decrypted = path.join(out, DECRYPTED_DIR)
-  const written = await writeDecryptedPcap(artifactPath(step.dir, ARTIFACTS.mitmFlows), path.join(out, 'decrypted.pcap'))
+  const written = await writeDecryptedPcap(flows, path.join(out, 'decrypted.pcap'))
   if (written.flows > 0) {
     await onePass({ binary, settings, sets, pcap: path.join(out, 'decrypted.pcap'), logDir: decrypted, source: 'decrypted' }, report, step)
   }
+  if (!hasPcap && written.flows === 0) return emptySuricataReport('the task has no packet capture, and the proxy decrypted nothing')
   return report
 }

@@ -325,6 +325,26 @@ describe('mitm=1: the decrypted HTTPS', () => {
     ])
     upstream.close()
   }, 90_000)
+
+  it('without a capture (tcpdump failed), the decrypted exchanges are still read; with neither, the step says so', async () => {
+    const dir = path.join(work, 'no-capture')
+    mkdirSync(path.join(dir, 'mitm'), { recursive: true })
+    const step = () => suricataStep({ dir, suricataDir: null, log: () => undefined, errors: [] })
+    expect((await step()).skipped).toBe('the task has no packet capture')
+    const failed = { type: 'tls_failed', time: 1764320000, client: ['10.0.0.5', 40001], server: ['198.51.100.8', 443], sni: 'pinned.example', error: 'certificate unknown' }
+    writeFileSync(path.join(dir, 'mitm', 'flows.jsonl'), JSON.stringify(failed) + '\n')
+    expect((await step()).skipped).toBe('the task has no packet capture, and the proxy decrypted nothing')
+    const flow = { type: 'flow', time: 1764320001.5, client: ['10.0.0.5', 40002], server: ['198.51.100.7', 443], sni: 'dl.example', scheme: 'https', method: 'GET',
+      host: 'dl.example', port: 443, path: '/setup.exe', http_version: 'HTTP/2.0',
+      request: { headers: [[':authority', 'dl.example'], ['user-agent', 'curl/8.5']], body_b64: '', body_size: 0, truncated: false },
+      response: { status: 200, reason: '', headers: [['content-type', 'application/octet-stream'], ['transfer-encoding', 'chunked']], body_b64: PE.toString('base64'), body_size: PE.length, truncated: false },
+      error: null }
+    writeFileSync(path.join(dir, 'mitm', 'flows.jsonl'), [failed, flow].map((f) => JSON.stringify(f)).join('\n') + '\n')
+    const r = await step()
+    expect(r.skipped).toBeNull()
+    expect(r.alerts.map((a) => [a.sid, a.source, a.src_ip, a.src_port, a.dst_ip, a.dst_port])).toEqual([[1100001, 'decrypted', '198.51.100.7', 443, '10.0.0.5', 40002]])
+    expect(r.http.map((h) => [h.hostname, h.url, h.status, h.user_agent, h.length])).toEqual([['dl.example', '/setup.exe', '200', 'curl/8.5', PE.length]])
+  }, 60_000)
 })
 
 describe('the report', () => {
