@@ -11,6 +11,7 @@ import type { AviaryService } from './service'
 import { createLayout } from './storage/layout'
 import { DEFAULT_HOST, DEFAULT_PORT, VERSION, defaultDataDir, parseSize } from './config'
 import { retentionCommand } from './retention/retention-cli'
+import { rulesCommand } from './processing/suricata/rules-cli'
 import { registerCreateWindows } from './builder/windows/windows-cli'
 import { registerCreateLinux, registerSetup } from './builder/linux-cli'
 
@@ -75,7 +76,9 @@ export async function main(argv: string[]): Promise<number> {
     .option('--json', 'print the findings as JSON')
     .action(async (only: string[], o: { data?: string; deep?: boolean; json?: boolean }) => {
       const { formatDoctorReport, runDoctor } = await import('./doctor/doctor')
-      const report = await runDoctor({ machinesFile: createLayout(o.data ?? defaultDataDir()).machinesConfig, deep: o.deep ?? false, only })
+      const layout = createLayout(o.data ?? defaultDataDir())
+      const report = await runDoctor({ machinesFile: layout.machinesConfig, deep: o.deep ?? false, only })
+      report.ids = await (await import('./doctor/ids-check')).checkIds(layout.suricata)
       process.stdout.write(o.json ? JSON.stringify(report, null, 2) + '\n' : formatDoctorReport(report))
       exitCode = report.ok ? 0 : 1
     })
@@ -124,6 +127,7 @@ export async function main(argv: string[]): Promise<number> {
     })
 
   retentionCommand(program, (code) => { exitCode = code })
+  rulesCommand(program, (code) => { exitCode = code })
 
   try {
     await program.parseAsync(argv, { from: 'user' })

@@ -134,7 +134,7 @@ export class Engine {
     const processor = new Processor({
       layout: o.layout, queue, tasks: o.tasks, samples: o.samples, timeline: o.timeline, bus: o.bus,
       detectType: o.detectType, ...(o.hashing ? { hashing: o.hashing } : {}), aviaryVersion: o.aviaryVersion, log: o.log, scores: new TaskScores(o.db), searchIndex: new SearchIndex(o.db),
-      yaraRules: () => (existsSync(yaraDir) ? yaraDir : null)
+      yaraRules: () => (existsSync(yaraDir) ? yaraDir : null), suricataDir: o.layout.suricata
     })
     // Reports written before the search index are indexed in the background (search/backfill.ts).
     const backfill = new SearchBackfill({ db: o.db, layout: o.layout, log: o.log })

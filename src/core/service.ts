@@ -155,6 +155,7 @@ export class AviaryService {
           // The engine is made after the app: read when a request comes.
           get fleet() { return engine?.fleet ?? null },
           retention,
+          idsDir: layout.suricata,
           routing: () => (engine ? engine.routing() : staticRouting),
           requestExit: () => (this.opts.onExitRequest ?? (() => void this.stop()))()
         },

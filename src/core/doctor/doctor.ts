@@ -27,6 +27,8 @@ export interface DoctorReport {
   /** The routes of analyses: the rooter and each route machines.json offers. */
   routes: Finding[]
   machines: MachineReport[]
+  /** The IDS (Suricata and its rule sets, ids-check.ts): informative, never failing. */
+  ids?: Finding[]
 }
 
 export interface DoctorOptions {
@@ -202,6 +204,10 @@ export function formatDoctorReport(r: DoctorReport): string {
   for (const m of r.machines) {
     lines.push('', `${m.name} (${m.driver})`)
     for (const f of m.findings) put(f, '  ')
+  }
+  if (r.ids !== undefined && r.ids.length > 0) {
+    lines.push('', 'IDS (optional: a report says when it was skipped)')
+    for (const f of r.ids) put(f, '  ')
   }
   lines.push('', r.ok ? 'All checks passed.' : 'Some checks failed: see the fixes above.')
   return lines.join('\n') + '\n'

@@ -2,7 +2,7 @@
 // their order come from the shared table (src/shared/report-sections.ts); their modules from
 // sections.ts. Modules run by phase, as Cuckoo's run by `order`: first what the run left (target,
 // static, behavior, files, shots, memory), then YARA over everything collected, then what reads
-// those (network, metadata; the capture's DNS answers then name the hosts the behaviour connected to,
+// those (network, the IDS, metadata; the capture's DNS answers then name the hosts the behaviour connected to,
 // behavior/connects-host.ts), then the signatures and the score, then debug. A module that fails is
 // noted in `debug.errors` and its section holds its empty value: one bad pcap does not cost the
 // analyst the rest of the report. Only a failure to write the report itself fails the task's

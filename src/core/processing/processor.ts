@@ -29,6 +29,8 @@ export interface ProcessorDeps {
   hashing?: FileHashing
   /** The user's YARA rules folder; null: none. */
   yaraRules: () => string | null
+  /** <data>/suricata: the IDS step's settings and imported rule sets. */
+  suricataDir?: string
   aviaryVersion: string
   log: { info(msg: string): void; error(msg: string): void }
   /** Where the score goes for task lists (db/task-search.ts). */
@@ -105,7 +107,7 @@ export class Processor {
       // task processed, not with the service: an idle service or one busy ingesting never needs it.
       const { processAnalysis } = await import('./pipeline')
       const result = await processAnalysis({
-        taskId: id, dir, task, sample, url: row.category === 'url' ? row.target : null, yaraRules: d.yaraRules(),
+        taskId: id, dir, task, sample, url: row.category === 'url' ? row.target : null, yaraRules: d.yaraRules(), suricataDir: d.suricataDir ?? null,
         log: (m) => d.log.info(`task ${id}: processing: ${m}`)
       }, { detectType: d.detectType, ...(d.hashing ? { hashing: d.hashing } : {}), aviaryVersion: d.aviaryVersion })
       for (const e of result.errors) d.queue.addError(id, `processing: ${e}`)

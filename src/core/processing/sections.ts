@@ -15,6 +15,7 @@ import { bufferFiles, debugInfo, droppedFiles, fullMemoryDump, processMemory, sc
 import { analyzePcap, emptyNetworkReport } from './network'
 import { readMitmFlows } from './network/mitm-flows'
 import { metadata } from './metadata'
+import { suricataStep, emptySuricataReport } from './suricata'
 import { runSignatures } from './signatures'
 import type { Behavior } from './types'
 import { ARTIFACTS, artifactPath } from '../storage/layout'
@@ -93,6 +94,11 @@ export const SECTION_MODULES: { [K in ReportSectionKey]: SectionModule<K> } = {
       return network
     },
     fallback: emptyNetworkReport
+  },
+  // The IDS over the capture (and the decrypted HTTPS of mitm=1 tasks): processing/suricata.
+  suricata: {
+    build: (ctx) => suricataStep({ dir: ctx.dir, suricataDir: ctx.suricataDir ?? null, log: ctx.log, errors: ctx.errors }),
+    fallback: () => emptySuricataReport('the IDS step failed (debug.errors says why)')
   },
   metadata: {
     build: (ctx, r) => metadata(ctx.dir, { dropped: r.dropped ?? [], buffer: r.buffer ?? [], procmemory: r.procmemory ?? [] }),

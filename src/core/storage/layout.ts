@@ -18,6 +18,8 @@ export interface StorageLayout {
   readonly mitmConf: string
   /** The user's YARA rules (docs/reports.md), scanned when the folder exists. */
   readonly yaraRules: string
+  /** The IDS step's settings (suricata.json) and imported rule sets (rules/<name>/): docs/network.md. */
+  readonly suricata: string
   /** The retention rules (docs/retention.md) and the log of what retention deleted. */
   readonly retentionRules: string
   readonly retentionLog: string
@@ -65,6 +67,7 @@ export const DATA_FILES = {
   lockFile: 'aviary.lock',
   mitmConf: 'mitm',
   yaraRules: 'yara',
+  suricata: 'suricata',
   retentionRules: 'retention.json',
   retentionLog: 'retention-log.jsonl',
   tmp: 'tmp',
@@ -98,6 +101,7 @@ export function createLayout(root: string): StorageLayout {
     tmp,
     mitmConf: path.join(abs, DATA_FILES.mitmConf),
     yaraRules: path.join(abs, DATA_FILES.yaraRules),
+    suricata: path.join(abs, DATA_FILES.suricata),
     retentionRules: path.join(abs, DATA_FILES.retentionRules),
     retentionLog: path.join(abs, DATA_FILES.retentionLog),
     lockFile: path.join(abs, DATA_FILES.lockFile),
@@ -164,6 +168,8 @@ export const ARTIFACTS = {
   reportMetadata: 'reports/report.metadata.xml',
   /** Bodies of decrypted HTTP exchanges, by sha1. */
   network: 'network',
+  /** The IDS step's run (processing/suricata): its configuration, log and eve.json. */
+  suricata: 'suricata',
   /**
    * The calls store (processing/behavior/calls-store.ts): `calls/index.json`, and per process
    * `calls/<pid>.jsonl` (one call per line) and `calls/<pid>.idx` (8 bytes per call: the line's

@@ -1,4 +1,4 @@
-// Network: the route the task's traffic took, contacted hosts, DNS queries with their answers,
+// Network: the route the task's traffic took, the IDS's alerts (IdsAlerts.tsx), contacted hosts, DNS queries with their answers,
 // resolved domains, HTTP requests seen in the capture, the exchanges the decrypting proxy saw
 // (mitm=1: https_ex and http_ex, each with its headers and the start of its bodies on demand, and
 // the flows file), the TLS handshakes the guest refused, TLS server names (SNI), and the TCP and
@@ -9,6 +9,7 @@ import { SafeLines, SafeText, Bytes } from '../components/text'
 import { isObj, num, obj, objs, str, strs, textOf, type Obj, type ReportSources } from './model'
 import { DataTable, Download, KeyValues, Mono, Section, Tags, type Column } from './common'
 import { CapturedHttp } from './CapturedHttp'
+import { IdsAlerts } from './IdsAlerts'
 
 const endpoint = (o: Obj, ip: string, port: string) => `${str(o, ip)}${num(o, port) !== null ? `:${num(o, port)}` : ''}`
 
@@ -63,6 +64,7 @@ export function NetworkView({ report, sources, taskRoute = null }: { report: unk
             : <span key="p" className="text-zinc-600 dark:text-zinc-400">no packet capture from this source</span>]
         ]} />
       </div>
+      <IdsAlerts report={report} />
       <Section title="Hosts" count={hosts.length}>
         {hosts.length > 0 && <Tags values={hosts} />}
         {others.length > 0 && (
