@@ -71,7 +71,7 @@ export const SECTION_MODULES: { [K in ReportSectionKey]: SectionModule<K> } = {
   dropped: { build: (ctx) => droppedFiles(ctx.dir, ctx.detectType, ctx.log, ctx.hashing), fallback: () => [] },
   buffer: { build: (ctx) => bufferFiles(ctx.dir, ctx.detectType, ctx.log, ctx.hashing), fallback: () => [] },
   screenshots: { build: (ctx) => screenshots(ctx.dir), fallback: () => [] },
-  procmemory: { build: (ctx) => processMemory(ctx.dir), fallback: () => [] },
+  procmemory: { build: (ctx) => processMemory(ctx.dir, ctx.log), fallback: () => [] },
   memory: {
     build: async (ctx) => {
       const m = await fullMemoryDump(ctx.dir)
