@@ -17,6 +17,7 @@ import { YaraMatchSchema } from './types'
 import { boundedLines } from './behavior/bounded-lines'
 import { ARTIFACTS, artifactPath } from '../storage/layout'
 import { MemoryRegionSchema, readProcessDump } from './procmemory'
+import { MemoryTriageSchema } from './memory-triage'
 
 const YaraList = Type.Array(YaraMatchSchema)
 
@@ -156,8 +157,8 @@ export const ProcessMemorySchema = Closed({
 })
 export type ProcessMemory = Static<typeof ProcessMemorySchema>
 
-/** `memory`: the machine's full memory dump (memory=1). */
-export const MemoryDumpSchema = Closed({ file: Type.String(), size: Type.Integer(), yara: YaraList })
+/** `memory`: the machine's full memory dump (memory=1), with its triage against the snapshot's baseline (memory-triage.ts). */
+export const MemoryDumpSchema = Closed({ file: Type.String(), size: Type.Integer(), yara: YaraList, triage: Type.Optional(MemoryTriageSchema) })
 export type MemoryDump = Static<typeof MemoryDumpSchema>
 
 /** `extracted`: Cuckoo's ExtractManager items (scripts, configs carved out). Aviary extracts none. */

@@ -15,6 +15,7 @@ import { bufferFiles, debugInfo, droppedFiles, fullMemoryDump, processMemory, sc
 import { analyzePcap, emptyNetworkReport } from './network'
 import { readMitmFlows } from './network/mitm-flows'
 import { metadata } from './metadata'
+import { readIndicators, scanIndicators, triage } from './memory-triage'
 import { runSignatures } from './signatures'
 import type { Behavior } from './types'
 import { ARTIFACTS, artifactPath } from '../storage/layout'
@@ -75,7 +76,13 @@ export const SECTION_MODULES: { [K in ReportSectionKey]: SectionModule<K> } = {
   memory: {
     build: async (ctx) => {
       const m = await fullMemoryDump(ctx.dir)
-      return m === null ? undefined : { file: m.path, size: m.size, yara: [] }
+      if (m === null) return undefined
+      // Triage against the clean snapshot's indicators, when the run copied them (memory-triage.ts).
+      const baseline = await readIndicators(artifactPath(ctx.dir, ARTIFACTS.memoryBaseline))
+      if (baseline === null) return { file: m.path, size: m.size, yara: [] }
+      const found = await scanIndicators(m.path)
+      if (!found.complete) ctx.log(`memory triage: ${m.path} read in part (${found.bytes} bytes) within its time or count bound`)
+      return { file: m.path, size: m.size, yara: [], triage: triage(found, baseline.indicators, baseline.source) }
     },
     fallback: () => undefined
   },
