@@ -22,8 +22,8 @@ import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync 
 import { Readable } from 'node:stream'
 import { uploadFile, type NetlogLog, type NetlogServer } from './netlog.js'
 
-export const EXIT_HOLD_US = 300_000
-const POLL_MS = 40
+export const EXIT_HOLD_US = 150_000
+const POLL_MS = 25
 const CHUNK = 1024 * 1024
 /** exit_group's number (the first field of /proc/<pid>/syscall while a task is stopped in it). */
 const EXIT_GROUP_NR: Partial<Record<NodeJS.Architecture, number>> = { x64: 231, arm64: 94, ia32: 252, arm: 248 }
