@@ -18,6 +18,7 @@ import { boundedLines } from './behavior/bounded-lines'
 import { ARTIFACTS, artifactPath } from '../storage/layout'
 import { MemoryRegionSchema, readProcessDump } from './procmemory'
 import { MemoryTriageSchema } from './memory-triage'
+import { VolatilitySchema } from './volatility'
 
 const YaraList = Type.Array(YaraMatchSchema)
 
@@ -158,7 +159,11 @@ export const ProcessMemorySchema = Closed({
 export type ProcessMemory = Static<typeof ProcessMemorySchema>
 
 /** `memory`: the machine's full memory dump (memory=1), with its triage against the snapshot's baseline (memory-triage.ts). */
-export const MemoryDumpSchema = Closed({ file: Type.String(), size: Type.Integer(), yara: YaraList, triage: Type.Optional(MemoryTriageSchema) })
+export const MemoryDumpSchema = Closed({
+  file: Type.String(), size: Type.Integer(), yara: YaraList, triage: Type.Optional(MemoryTriageSchema),
+  /** Volatility 3's process list and malfind, where `vol` is on PATH (volatility.ts). */
+  volatility: Type.Optional(VolatilitySchema)
+})
 export type MemoryDump = Static<typeof MemoryDumpSchema>
 
 /** `extracted`: Cuckoo's ExtractManager items (scripts, configs carved out). Aviary extracts none. */
