@@ -20,7 +20,8 @@ import { EXIT_HOLD_US, ProcMemDumper, procMemLimits } from './procmem.js'
 import type { StraceResult } from './strace-log.js'
 import { startStrace } from './strace-run.js'
 import { explainStartError } from './start-error.js'
-import { windowsMonitor } from './windows-monitor.js'
+import { HELPER_EXE, windowsMonitor } from './windows-monitor.js'
+import { dumpWindowsProcesses } from './windows-procmem.js'
 import { trustProxyCa } from './trust.js'
 import { BEHAVIOR_LOG } from '../../guest-protocol/netlog.js'
 
@@ -170,6 +171,7 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   // Process memory (procmem.ts): Linux, where strace holds exits for the dumper.
   const memLimits = platform === 'linux' && strace !== null ? procMemLimits(conf.options) : null
   const dumper = memLimits !== null ? new ProcMemDumper(conf, memLimits, log) : null
+  const winMemLimits = platform === 'windows' ? procMemLimits(conf.options) : null
   const trace = strace !== null ? startStrace(strace, conf, analyzerDir, log, dumper !== null ? EXIT_HOLD_US : undefined) : null
   // Windows: the helper watches before the sample starts, so that no early child is missed.
   const winMon = platform === 'windows' ? windowsMonitor(analyzerDir) : null
@@ -231,6 +233,10 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     }
     log.info(record.reason === 'timeout' ? `timeout of ${conf.timeout}s reached` : 'the process tree has ended')
     dumper?.dumpAll(monitor.alive().filter((p) => p !== root))
+    if (winMon?.kind === 'winmon' && winMemLimits !== null) {
+      const n = await dumpWindowsProcesses(join(analyzerDir, HELPER_EXE), monitor.alive(), conf, winMemLimits, log)
+      if (n > 0) log.info(`${n} process memory dump(s) uploaded`)
+    }
     if (conf.terminateProcesses) {
       const pids = monitor.alive()
       log.info(`terminating ${pids.length} remaining process(es)`)
