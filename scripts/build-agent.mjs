@@ -19,7 +19,7 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const SENTINEL_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
 const WIN_NODE_VERSION = '20.20.2'
 
-const HELPER_SOURCES = ['winmon.c', 'winout.c', 'winconn.c', 'winreg.c', 'winmon.h'].map((f) => join(root, 'src/agent/windows-helper', f))
+const HELPER_SOURCES = ['winmon.c', 'winout.c', 'winconn.c', 'winreg.c', 'windump.c', 'winmon.h'].map((f) => join(root, 'src/agent/windows-helper', f))
 // A neutral name (see HELPER_EXE in src/agent/analyzer/windows-monitor.ts).
 export const WINDOWS_HELPER = 'helper.exe'
 /** The helper's name before, removed from existing builds: the whole folder travels to the guest. */

@@ -40,6 +40,8 @@
 #                  so the backports suite is added when it is missing. The package's own service
 #                  (a live IDS on the host's interface) is not what Aviary needs: it is disabled
 #                  when this script installed the package.
+#   publicsuffix   memory-dump triage tells domain names from other dotted words by their top-level
+#                  label (processing/memory-triage.ts)
 set -euo pipefail
 PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump strace iproute2 procps
   libvirt-daemon-system libvirt-clients libvirt-dev qemu-system-x86 qemu-utils dnsmasq-base busybox-static cpio
@@ -47,7 +49,7 @@ PACKAGES=(file ssdeep bzip2 zip unzip p7zip-full tar python3 wrk curl tcpdump st
   nftables inetsim mitmproxy iputils-ping libcap2-bin openssl
   wine wine64 gcc-mingw-w64-x86-64 gcc-mingw-w64-i686
   xorriso ovmf swtpm swtpm-tools wimtools genisoimage libxml2-utils
-  debvm mmdebstrap uidmap acl)
+  debvm mmdebstrap uidmap acl publicsuffix)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

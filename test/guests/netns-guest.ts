@@ -12,7 +12,8 @@
 // 9 dispatcher real analysis, 11-13 this fixture's tests, 14-15 capture tests, 16 network
 // processing, 17 the IDS step (processing/suricata), 19 bench/capture, 21-24 recovery of physical guests, 25 the benign corpus, 26 its
 // Windows runs (Wine), 30-45 hostile agents, 50-53 bench/hostile-agent, 54-55 the Windows
-// builder's Wine guests, 59 route fallback (e2e/route-fallback.test.ts).
+// builder's Wine guests, 59 route fallback (e2e/route-fallback.test.ts), 20 process memory
+// (e2e/procmem.test.ts) and 46 its Wine run (e2e/procmem-wine.test.ts).
 import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { createSocket, type Socket as UdpSocket } from 'node:dgram'
 import { chmodSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'

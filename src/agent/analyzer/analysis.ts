@@ -16,10 +16,12 @@ import type { Monitor } from './monitor.js'
 import { uploadFile, type NetlogLog } from './netlog.js'
 import { choosePackage, launchFor } from './packages.js'
 import { ProcMonitor } from './proc-monitor.js'
+import { EXIT_HOLD_US, ProcMemDumper, procMemLimits } from './procmem.js'
 import type { StraceResult } from './strace-log.js'
 import { startStrace } from './strace-run.js'
 import { explainStartError } from './start-error.js'
-import { windowsMonitor } from './windows-monitor.js'
+import { HELPER_EXE, windowsMonitor } from './windows-monitor.js'
+import { dumpWindowsProcesses } from './windows-procmem.js'
 import { trustProxyCa } from './trust.js'
 import { BEHAVIOR_LOG } from '../../guest-protocol/netlog.js'
 
@@ -166,7 +168,11 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
 
   const strace = platform === 'linux' && conf.options.get('strace') !== '0' ? which(['strace']) : null
   // strace's output streams to the result server (logs/strace.log) while the sample runs.
-  const trace = strace !== null ? startStrace(strace, conf, analyzerDir, log) : null
+  // Process memory (procmem.ts): Linux, where strace holds exits for the dumper.
+  const memLimits = platform === 'linux' && strace !== null ? procMemLimits(conf.options) : null
+  const dumper = memLimits !== null ? new ProcMemDumper(conf, memLimits, log) : null
+  const winMemLimits = platform === 'windows' ? procMemLimits(conf.options) : null
+  const trace = strace !== null ? startStrace(strace, conf, analyzerDir, log, dumper !== null ? EXIT_HOLD_US : undefined) : null
   // Windows: the helper watches before the sample starts, so that no early child is missed.
   const winMon = platform === 'windows' ? windowsMonitor(analyzerDir) : null
   const monitors = [winMon?.kind ?? 'proc', 'files', ...(strace !== null ? ['strace'] : [])]
@@ -215,6 +221,7 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     const program = /\s/.test(launch.file) ? `"${launch.file}"` : launch.file
     if (winMon !== null) winMon.setRoot(root, { command_line: [program, ...launch.args].join(' '), exe: launch.file })
     else monitor.start()
+    if (dumper !== null && trace !== null) dumper.watchExits(root, () => monitor.alive())
     const deadline = started + conf.timeout * 1000
     record.reason = 'timeout'
     while (Date.now() < deadline) {
@@ -225,6 +232,11 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
       }
     }
     log.info(record.reason === 'timeout' ? `timeout of ${conf.timeout}s reached` : 'the process tree has ended')
+    dumper?.dumpAll(monitor.alive().filter((p) => p !== root))
+    if (winMon?.kind === 'winmon' && winMemLimits !== null) {
+      const n = await dumpWindowsProcesses(join(analyzerDir, HELPER_EXE), monitor.alive(), conf, winMemLimits, log)
+      if (n > 0) log.info(`${n} process memory dump(s) uploaded`)
+    }
     if (conf.terminateProcesses) {
       const pids = monitor.alive()
       log.info(`terminating ${pids.length} remaining process(es)`)
@@ -269,6 +281,8 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     maxFiles: Number(conf.options.get('max_dropped') ?? 100),
     maxSize: Number(conf.options.get('max_dropped_size') ?? 32 * 1024 * 1024)
   }, log)
+  const dumps = (await dumper?.finish()) ?? 0
+  if (dumps > 0) log.info(`${dumps} process memory dump(s) uploaded`)
   const registry = winMon?.registryRecords() ?? []
   log.info(`${processes.length} process(es), ${files.length} file change(s), ${connections.length} connection(s), ` +
     `${registry.length > 0 ? `${registry.length} registry change(s), ` : ''}${dropped} file(s) uploaded`)

@@ -42,10 +42,12 @@ const TRACED = [
 const IO = ['?read', '?write', '?pread64', '?pwrite64']
 
 /** strace's options before `-o FILE -- program...`. */
-export function straceArgs(o: { seccomp: boolean; io: boolean }): string[] {
+export function straceArgs(o: { seccomp: boolean; io: boolean; holdExitUs?: number }): string[] {
   return [
     '-f', '-ttt', '-yy', '-s', '1024', ...(o.seccomp ? ['--seccomp-bpf'] : []),
-    '-e', `trace=${[...TRACED, ...(o.io ? IO : [])].join(',')}`, '-e', 'abbrev=!execve,execveat'
+    '-e', `trace=${[...TRACED, ...(o.io ? IO : [])].join(',')}`, '-e', 'abbrev=!execve,execveat',
+    // Process memory dumps (procmem.ts): each exit_group is held at its entry while the dumper looks.
+    ...(o.holdExitUs !== undefined ? ['-e', `inject=exit_group:delay_enter=${o.holdExitUs}`] : [])
   ]
 }
 
@@ -72,7 +74,7 @@ export interface StraceRun {
   finish(): Promise<StraceResult>
 }
 
-export function startStrace(strace: string, conf: AnalysisConfig, analyzerDir: string, log: NetlogLog): StraceRun {
+export function startStrace(strace: string, conf: AnalysisConfig, analyzerDir: string, log: NetlogLog, holdExitUs?: number): StraceRun {
   const io = conf.options.get('strace_io') === '1'
   const seccomp = seccompWorks(strace)
   const fifo = join(analyzerDir, 'strace.fifo')
@@ -142,7 +144,7 @@ export function startStrace(strace: string, conf: AnalysisConfig, analyzerDir: s
     Promise.race([p.then(() => true), new Promise<boolean>((ok) => setTimeout(() => ok(false), ms).unref())])
   return {
     file: strace,
-    args: [...straceArgs({ seccomp, io }), '-o', out],
+    args: [...straceArgs({ seccomp, io, ...(holdExitUs !== undefined ? { holdExitUs } : {}) }), '-o', out],
     started(child) {
       tracer = child
       exited = child === null ? Promise.resolve() : new Promise<void>((ok) => {

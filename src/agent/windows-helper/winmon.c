@@ -339,6 +339,11 @@ int wmain(int argc, WCHAR **argv)
   long interval = 25, conn_every = 100, reg_every = 200, deep_every = 1000;
   int use_stdin = 0, registry = 1;
   const WCHAR *out_path = NULL;
+  if (argc >= 3 && !wcscmp(argv[1], L"--dump")) {
+    long long max = 64LL * 1024 * 1024;
+    if (argc >= 5 && !wcscmp(argv[3], L"--max")) max = _wcstoi64(argv[4], NULL, 10);
+    return dump_main((DWORD)arg_num(argv[2], 1, 0x7fffffff, 0), max > 0 ? max : 64LL * 1024 * 1024);
+  }
   for (int i = 1; i < argc; i++) {
     const WCHAR *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!wcscmp(a, L"--parent")) { parent = (DWORD)arg_num(v, 0, 0x7fffffff, 0); i++; }

@@ -22,6 +22,9 @@
 #define MAX_REG_NAME 512      /* of a registry value's name */
 #define MAX_REG_DATA 1024     /* of a registry value's data written out (strings) */
 
+/* windump.c: `--dump PID [--max BYTES]`, a process's memory on standard output. */
+int dump_main(DWORD pid, long long max);
+
 /* The output: JSON lines collected per poll and written in one go. */
 void out_begin(const char *type);
 void out_key(const char *key);

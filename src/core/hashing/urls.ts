@@ -26,12 +26,18 @@ export class UrlScanner {
   private tail = Buffer.alloc(0)
   private seen = 0
 
+  /**
+   * `limit`: bytes searched (memory dumps are searched whole, up to their own cap); `maxUrls`:
+   * distinct URLs kept (a full memory dump's baseline keeps many more than a file).
+   */
+  constructor(private readonly limit = URL_SCAN_BYTES, private readonly maxUrls = MAX_FILE_URLS) {}
+
   update(chunk: Buffer): void {
-    if (this.seen >= URL_SCAN_BYTES || this.found.size >= MAX_FILE_URLS) return
-    const take = chunk.subarray(0, URL_SCAN_BYTES - this.seen)
+    if (this.seen >= this.limit || this.found.size >= this.maxUrls) return
+    const take = chunk.subarray(0, this.limit - this.seen)
     this.seen += take.length
     const data = this.tail.length > 0 ? Buffer.concat([this.tail, take]) : take
-    const final = this.seen >= URL_SCAN_BYTES
+    const final = this.seen >= this.limit
     const resume = this.scanAll(data, final ? data.length : Math.max(0, data.length - OVERLAP), final)
     this.tail = final ? Buffer.alloc(0) : Buffer.from(data.subarray(resume))
   }
@@ -53,11 +59,11 @@ export class UrlScanner {
       if (!text.includes('http')) return
       for (const m of text.matchAll(URL_RE)) {
         const start = offset + (m.index ?? 0) * width
-        if (start >= cut || this.found.size >= MAX_FILE_URLS) return
+        if (start >= cut || this.found.size >= this.maxUrls) return
         if (start + m[0].length * width >= data.length - width) {
           // It may go on: in the next chunk (read it then), or past URL_SCAN_BYTES (unknown: left out).
           if (!final) { resume = Math.min(resume, start); return }
-          if (this.seen >= URL_SCAN_BYTES) continue
+          if (this.seen >= this.limit) continue
         }
         // Longer than the pattern takes: a run of URL characters, not a URL.
         if (URL_CHAR.test(text.charAt((m.index ?? 0) + m[0].length))) continue

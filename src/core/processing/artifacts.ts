@@ -16,6 +16,9 @@ import { Closed, Type, type Static } from './schema'
 import { YaraMatchSchema } from './types'
 import { boundedLines } from './behavior/bounded-lines'
 import { ARTIFACTS, artifactPath } from '../storage/layout'
+import { MemoryRegionSchema, readProcessDump } from './procmemory'
+import { MemoryTriageSchema } from './memory-triage'
+import { VolatilitySchema } from './volatility'
 
 const YaraList = Type.Array(YaraMatchSchema)
 
@@ -151,12 +154,16 @@ export const ProcessMemorySchema = Closed({
   size: Type.Integer(),
   yara: YaraList,
   urls: Type.Array(Type.String()),
-  regions: Type.Array(Type.Unknown())
+  regions: Type.Array(MemoryRegionSchema)
 })
 export type ProcessMemory = Static<typeof ProcessMemorySchema>
 
-/** `memory`: the machine's full memory dump (memory=1). */
-export const MemoryDumpSchema = Closed({ file: Type.String(), size: Type.Integer(), yara: YaraList })
+/** `memory`: the machine's full memory dump (memory=1), with its triage against the snapshot's baseline (memory-triage.ts). */
+export const MemoryDumpSchema = Closed({
+  file: Type.String(), size: Type.Integer(), yara: YaraList, triage: Type.Optional(MemoryTriageSchema),
+  /** Volatility 3's process list and malfind, where `vol` is on PATH (volatility.ts). */
+  volatility: Type.Optional(VolatilitySchema)
+})
 export type MemoryDump = Static<typeof MemoryDumpSchema>
 
 /** `extracted`: Cuckoo's ExtractManager items (scripts, configs carved out). Aviary extracts none. */
@@ -173,17 +180,31 @@ export const DebugSchema = Closed({
 })
 export type Debug = Static<typeof DebugSchema>
 
-/** memory/<pid>-<n>.dmp process dumps, sorted by (pid, num) as Cuckoo does. */
-export async function processMemory(dir: string): Promise<ProcessMemory[]> {
-  const out: ProcessMemory[] = []
+/** Process dumps described per task (the analyzer's caps keep a run far below). */
+export const MAX_PROCESS_DUMPS = 1000
+
+/**
+ * memory/<pid>-<n>.dmp process dumps, sorted by (pid, num) as Cuckoo does, with their regions and
+ * URLs (procmemory.ts); a dump that cannot be read is listed without them and noted.
+ */
+export async function processMemory(dir: string, log: (m: string) => void = () => undefined): Promise<ProcessMemory[]> {
+  const found: { file: string; pid: number; num: number }[] = []
   for (const name of await regularFiles(artifactPath(dir, ARTIFACTS.processDumps))) {
-    const m = /^(\d+)-(\d+)\.dmp$/.exec(name)
-    if (!m) continue
-    const file = artifactPath(dir, ARTIFACTS.processDumps, name)
-    const st = await lstat(file)
-    out.push({ file, pid: Number(m[1]), num: Number(m[2]), size: st.size, yara: [], urls: [], regions: [] })
+    const m = /^(\d{1,9})-(\d{1,9})\.dmp$/.exec(name)
+    if (m) found.push({ file: artifactPath(dir, ARTIFACTS.processDumps, name), pid: Number(m[1]), num: Number(m[2]) })
   }
-  return out.sort((a, b) => a.pid - b.pid || a.num - b.num)
+  found.sort((a, b) => a.pid - b.pid || a.num - b.num)
+  if (found.length > MAX_PROCESS_DUMPS) log(`more than ${MAX_PROCESS_DUMPS} process memory dumps: the rest are not in the report`)
+  const out: ProcessMemory[] = []
+  for (const d of found.slice(0, MAX_PROCESS_DUMPS)) {
+    const st = await lstat(d.file)
+    const read = await readProcessDump(d.file).catch((err: unknown) => {
+      log(`process memory ${d.pid}-${d.num}: ${(err as Error).message}`)
+      return { regions: [], urls: [] }
+    })
+    out.push({ ...d, size: st.size, yara: [], urls: read.urls, regions: read.regions })
+  }
+  return out
 }
 
 /** The machine's full memory dump (memory=1), if the run took one. */

@@ -16,6 +16,8 @@ import { analyzePcap, emptyNetworkReport } from './network'
 import { readMitmFlows } from './network/mitm-flows'
 import { metadata } from './metadata'
 import { suricataStep, emptySuricataReport } from './suricata'
+import { readIndicators, scanIndicators, triage } from './memory-triage'
+import { runVolatility } from './volatility'
 import { runSignatures } from './signatures'
 import type { Behavior } from './types'
 import { ARTIFACTS, artifactPath } from '../storage/layout'
@@ -72,11 +74,25 @@ export const SECTION_MODULES: { [K in ReportSectionKey]: SectionModule<K> } = {
   dropped: { build: (ctx) => droppedFiles(ctx.dir, ctx.detectType, ctx.log, ctx.hashing), fallback: () => [] },
   buffer: { build: (ctx) => bufferFiles(ctx.dir, ctx.detectType, ctx.log, ctx.hashing), fallback: () => [] },
   screenshots: { build: (ctx) => screenshots(ctx.dir), fallback: () => [] },
-  procmemory: { build: (ctx) => processMemory(ctx.dir), fallback: () => [] },
+  procmemory: { build: (ctx) => processMemory(ctx.dir, ctx.log), fallback: () => [] },
   memory: {
     build: async (ctx) => {
       const m = await fullMemoryDump(ctx.dir)
-      return m === null ? undefined : { file: m.path, size: m.size, yara: [] }
+      if (m === null) return undefined
+      // Triage against the clean snapshot's indicators, when the run copied them (memory-triage.ts).
+      const out: NonNullable<Report['memory']> = { file: m.path, size: m.size, yara: [] }
+      const baseline = await readIndicators(artifactPath(ctx.dir, ARTIFACTS.memoryBaseline))
+      if (baseline !== null) {
+        const found = await scanIndicators(m.path)
+        if (!found.complete) ctx.log(`memory triage: ${m.path} read in part (${found.bytes} bytes) within its time or count bound`)
+        out.triage = triage(found, baseline.indicators, baseline.source)
+      }
+      const vol = await runVolatility(m.path, String(ctx.task.platform ?? ''))
+      if (vol !== null) {
+        for (const e of vol.errors) ctx.log(`volatility: ${e}`)
+        out.volatility = vol
+      }
+      return out
     },
     fallback: () => undefined
   },

@@ -157,10 +157,25 @@ export class ResultsService {
     return names
   }
 
+  /**
+   * One dump by its listed name (`1234-1`), or by a process number alone (`1234`, as the API's
+   * spec names it): that process's dump, the last one taken when there are several.
+   */
   async memoryDump(id: number, name: string): Promise<FileResult> {
-    if (name === '.' || name === '..') throw badRequest('pid', 'a dump name from /memory/list/{id}, such as 1234-1')
-    const file = await this.existing(id, () => notFound('Memory dump not found', ErrorCodes.FILE_NOT_FOUND), ARTIFACTS.processDumps, `${name}.dmp`)
-    return { kind: 'file', path: file, contentType: 'application/octet-stream', downloadName: `${id}-${name}.dmp` }
+    if (name === '.' || name === '..') throw badRequest('pid', 'a dump name from /memory/list/{id}, such as 1234-1, or a process number')
+    const missing = () => notFound('Memory dump not found', ErrorCodes.FILE_NOT_FOUND)
+    let listed = name
+    if (/^\d{1,9}$/.test(name)) {
+      const dir = await this.existing(id, missing, ARTIFACTS.processDumps)
+      const nums = (await readdir(dir, { withFileTypes: true }))
+        .filter((e) => e.isFile() && e.name.startsWith(`${name}-`) && /^\d+-\d+\.dmp$/.test(e.name))
+        .map((e) => Number(e.name.slice(name.length + 1, -4)))
+      if (nums.length > 0 && !(await this.existing(id, () => missing(), ARTIFACTS.processDumps, `${name}.dmp`).then(() => true, () => false))) {
+        listed = `${name}-${Math.max(...nums)}`
+      }
+    }
+    const file = await this.existing(id, missing, ARTIFACTS.processDumps, `${listed}.dmp`)
+    return { kind: 'file', path: file, contentType: 'application/octet-stream', downloadName: `${id}-${listed}.dmp` }
   }
 
   async pcap(id: number): Promise<FileResult> {

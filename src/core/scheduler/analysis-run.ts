@@ -26,6 +26,7 @@ import { startCapture, type Capture } from '../capture/tcpdump'
 import { startScreenshots } from '../capture/screenshots'
 import { prepareAnalysisFolder, rebootFiles, writeTaskJson, writeTaskJsonNow } from './analysis-folder'
 import { ARTIFACTS } from '../storage/layout'
+import { CURRENT_SNAPSHOT, ensureMemoryBaseline } from './memory-baseline'
 import { guestLine, TaskLog } from './task-log'
 import type { RunnerDeps } from './run-deps'
 
@@ -130,6 +131,14 @@ export class AnalysisRun {
     await this.driver.start(this.dm, this.runSignal)
     this.d.machines.setStatus(m.id, 'running')
     this.stage('started', null)
+    if (this.task.memory === 1 && caps.memoryDump && caps.revert) {
+      await this.step('memory baseline', async () => {
+        await ensureMemoryBaseline({
+          driver: this.driver, machine: this.dm, file: this.d.layout.memoryBaseline(m.name, m.snapshot ?? CURRENT_SNAPSHOT),
+          into: this.d.layout.artifact(this.id, ARTIFACTS.memoryBaseline), log: (msg) => this.log.info(msg)
+        })
+      })
+    }
     if (this.captureLater) {
       await this.captureStarting
       this.captureStarting = this.startCapture(rsPort, true)

@@ -31,6 +31,8 @@ export interface StorageLayout {
   readonly imagesDir: string
   /** Downloaded packages and package lists, so that images are rebuilt offline: cache/apt/<suite>-<arch>/. */
   readonly cacheDir: string
+  /** Memory-dump triage's baseline of a machine's snapshot (scheduler/memory-baseline.ts). */
+  memoryBaseline(machine: string, snapshot: string): string
   machineDir(name: string): string
   imageDir(key: string): string
   aptCache(id: string): string
@@ -73,7 +75,8 @@ export const DATA_FILES = {
   tmp: 'tmp',
   machinesDir: 'machines',
   imagesDir: 'images',
-  cacheDir: 'cache'
+  cacheDir: 'cache',
+  baselines: 'baselines'
 } as const
 
 export function createLayout(root: string): StorageLayout {
@@ -109,6 +112,7 @@ export function createLayout(root: string): StorageLayout {
     imagesDir: path.join(abs, DATA_FILES.imagesDir),
     cacheDir: path.join(abs, DATA_FILES.cacheDir),
     machineDir: (name) => path.join(abs, DATA_FILES.machinesDir, checkName(name)),
+    memoryBaseline: (machine, snapshot) => path.join(abs, DATA_FILES.baselines, checkName(machine), `${checkName(snapshot)}.json`),
     imageDir: (key) => path.join(abs, DATA_FILES.imagesDir, checkName(key)),
     aptCache: (id) => path.join(abs, DATA_FILES.cacheDir, 'apt', checkName(id)),
     binary: (sha256) => path.join(binaries, checkSha(sha256)),
@@ -140,6 +144,8 @@ export const ARTIFACTS = {
   pcap: 'dump.pcap',
   /** The machine's memory (a task's memory=1), left out of the `all` archive. */
   memoryDump: 'memory.dmp',
+  /** The indicators of the machine's clean snapshot that triage compares memory.dmp with. */
+  memoryBaseline: 'memory.baseline.json',
   /** Hypervisor screenshots: shotFile(). */
   shots: 'shots',
   /** The decrypting proxy's files: mitmproxy's own dump, the addon's flows, its log. */

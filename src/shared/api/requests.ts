@@ -70,8 +70,8 @@ export const ScreenshotParams = Type.Object({
 })
 export const MemoryParams = Type.Object({
   id: Id('task id'),
-  pid: allowed(Type.String({ pattern: '^[A-Za-z0-9_.x-]{1,128}$', description: 'a name from /memory/list, e.g. 1234-1', examples: ['1234-1'] }),
-    'a dump name from /memory/list/{id}, such as 1234-1')
+  pid: allowed(Type.String({ pattern: '^[A-Za-z0-9_.x-]{1,128}$', description: 'a name from /memory/list, e.g. 1234-1, or a process number (its last dump)', examples: ['1234-1', '1234'] }),
+    'a dump name from /memory/list/{id}, such as 1234-1, or a process number')
 })
 export const PcapParams = Type.Object({ task: Id('task id') })
 export const SampleIdParams = Type.Object({ sample_id: Id('sample id') })

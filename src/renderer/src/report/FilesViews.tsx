@@ -24,7 +24,7 @@ export function DroppedView({ report, sources }: { report: unknown; sources: Rep
   )
 }
 
-interface Dump { name: string; pid: number | null; size: number | null; yara: string[] }
+interface Dump { name: string; pid: number | null; size: number | null; yara: string[]; urls: string[] }
 
 export function memoryDumps(report: unknown, sources: ReportSources): Dump[] {
   const fromReport = new Map<string, Obj>()
@@ -37,7 +37,8 @@ export function memoryDumps(report: unknown, sources: ReportSources): Dump[] {
   return names.map(({ name, size }) => {
     const p = fromReport.get(name) ?? {}
     const pid = num(p, 'pid') ?? (/^(\d+)-/.exec(name) ? Number(/^(\d+)-/.exec(name)?.[1]) : null)
-    return { name, pid, size: size ?? num(p, 'size'), yara: objs(p, 'yara').map((y) => str(y, 'name')).filter((n) => n !== '') }
+    const urls = Array.isArray(p.urls) ? p.urls.filter((u): u is string => typeof u === 'string') : []
+    return { name, pid, size: size ?? num(p, 'size'), yara: objs(p, 'yara').map((y) => str(y, 'name')).filter((n) => n !== ''), urls }
   })
 }
 
@@ -51,7 +52,8 @@ export function MemoryView({ report, sources }: { report: unknown; sources: Repo
           { title: 'file', cell: (d) => <Download href={sources.memoryDump(d.name)} name={d.name}><SafeText value={d.name} /></Download>, sort: (d) => d.name },
           { title: 'pid', cell: (d) => d.pid, sort: (d) => d.pid ?? -1 },
           { title: 'size', cell: (d) => <Bytes value={d.size} />, sort: (d) => d.size ?? -1 },
-          { title: 'YARA', cell: (d) => <Tags values={d.yara} max={10} /> }
+          { title: 'YARA', cell: (d) => <Tags values={d.yara} max={10} /> },
+          { title: 'URLs in memory', cell: (d) => <div className="text-xs">{d.urls.slice(0, 20).map((u, i) => <div key={i}><Mono value={u} /></div>)}{d.urls.length > 20 && <div>… {d.urls.length - 20} more in the report</div>}</div>, sort: (d) => d.urls.length }
         ]} />
       </Section>
       {Object.keys(full).length > 0 && (
