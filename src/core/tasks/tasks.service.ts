@@ -7,7 +7,7 @@ import { TASK_STATUSES, type TaskStatus } from '../../shared/api/schemas'
 import { formatDatetime } from '../../shared/time'
 import type { TasksRepository, TaskRow, NewTask } from '../db/tasks.repository'
 import type { StorageLayout } from '../storage/layout'
-import { IllegalTransition } from '../scheduler/transitions'
+import { IllegalTransition } from '../db/transitions'
 
 export interface ListQuery {
   limit?: number | undefined
