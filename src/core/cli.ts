@@ -14,6 +14,7 @@ import { retentionCommand } from './retention/retention-cli'
 import { rulesCommand } from './processing/suricata/rules-cli'
 import { registerCreateWindows } from './builder/windows/windows-cli'
 import { registerCreateLinux, registerSetup } from './builder/linux-cli'
+import { AGENT_PORT } from '../guest-protocol/agent-api'
 
 // Each command loads what it runs when it runs (the bundle splits there): the service does not
 // carry the guest agent, the doctor or the Cuckoo importer, and `aviary submit` not the service.
@@ -62,7 +63,7 @@ export async function main(argv: string[]): Promise<number> {
     .command('agent')
     .description('run the guest agent (Cuckoo 2 agent protocol) inside an analysis VM')
     .option('-H, --host <host>', 'address to bind', '0.0.0.0')
-    .option('-p, --port <port>', 'port to bind', int('port', 0, 65535), 8000)
+    .option('-p, --port <port>', 'port to bind', int('port', 0, 65535), AGENT_PORT)
     .action(async (o: { host: string; port: number }) => {
       exitCode = await agent(o)
     })

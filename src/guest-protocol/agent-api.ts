@@ -1,5 +1,5 @@
 // The agent protocol as both ends of Aviary speak it: Cuckoo 2.0.7's agent HTTP API (agent.py
-// 0.10, cuckoo-internals.md §1.1) plus Aviary's additions (/execnode, /reset). Aviary's agent
+// 0.10, cuckoo/data/agent/agent.py) plus Aviary's additions (/execnode, /reset). Aviary's agent
 // (src/agent) serves these routes and the host (src/core/guest) calls them; both import this file,
 // so a route, a feature or a limit is written once. Nothing here may import anything but types:
 // the agent runs in the guest, bundled on its own.

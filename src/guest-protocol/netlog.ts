@@ -1,5 +1,5 @@
 // The result-server protocol as both ends of Aviary speak it: Cuckoo 2.0.7's netlog
-// (cuckoo-internals.md §3.3). A connection opens with one header (`LOG`, `BSON <pid>`, `FILE` +
+// (Cuckoo 2.0.7's cuckoo/core/resultserver.py). A connection opens with one header (`LOG`, `BSON <pid>`, `FILE` +
 // path, or `FILE 2` + path, guest path and pids; lines end in '\n') and its body runs until the
 // socket closes; the server sends nothing back. Aviary's analyzer puts one line before the header,
 // `AVIARY-RUN <id>` (run-identity.ts). The analyzer's log records on the LOG channel are lines in

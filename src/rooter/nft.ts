@@ -11,7 +11,7 @@
 // Scripts are built only from requests validate.ts accepted (addresses, interface names, ports)
 // and from the rooter's own configuration, and passed to nft on stdin: never through a shell.
 import { execFile } from 'node:child_process'
-import type { EnableRequest } from './protocol'
+import { routeKind, type EnableRequest } from './protocol'
 
 export const TABLE = 'inet aviary'
 
@@ -105,8 +105,8 @@ export function enableScript(r: EnableRequest, hostNetworks: string[]): string {
     `limit rate 20/second burst 20 packets log prefix "aviary ${r.guest} ${where}: " level info`,
     `counter name "c_${g}" drop`
   ]
-  const outside = r.route === 'internet' || r.route === 'vpn'
-  const inetsim = r.route === 'inetsim' ? r.inetsim! : null
+  const outside = routeKind(r.route).leavesHost
+  const inetsim = routeKind(r.route).inetsim ? r.inetsim! : null
   // To the host: the result server, DHCP, answers to what the host opened (the agent), and what
   // the prerouting rules below sent to INetSim or the proxy.
   chain('in', [

@@ -27,15 +27,11 @@ export const RENEW_MS = 2_000
 export const OWNER_PATTERN = '^[0-9a-f]{32}$'
 
 /**
- * The routes a task can take (adding one: docs/network.md, "Adding a route"):
- * - `none`: the guest reaches the result server (and answers its agent); everything else dropped
- * - `drop`: the same rules (Cuckoo's name for them)
- * - `internet`: out through a named interface with NAT, only to outside addresses
- * - `inetsim`: every connection and DNS query to INetSim
- * - `vpn`: as `internet`, through a VPN interface with its own routing table
+ * The routes a task can take and what each can do: the table in src/shared/route-kinds.ts, the one
+ * file of Aviary the rooter imports (adding a kind: docs/network.md, "Adding a route").
  */
-export const ROUTE_KINDS = ['none', 'drop', 'internet', 'inetsim', 'vpn'] as const
-export type RouteKind = (typeof ROUTE_KINDS)[number]
+import { ROUTE_KINDS, routeKind, type RouteKind } from '../shared/route-kinds'
+export { ROUTE_KINDS, routeKind, type RouteKind }
 
 export interface Endpoint {
   ip: string

@@ -22,7 +22,7 @@ import { baseScript, counterName, disableScript, enableScript, guestIfsScript, n
 import { addVpnRule, defaultRouteInterfaces, deleteAllVpnRules, deleteVpnRule, forwarding, guestInterfaces, hostNetworks } from './host'
 import { InetSim } from './inetsim'
 import {
-  LEASE_MS, MAX_REQUEST_BYTES, ROOTER_VERSION, type DropCounts, type EnableRequest, type GuestInterface, type RooterAbilities,
+  LEASE_MS, MAX_REQUEST_BYTES, ROOTER_VERSION, routeKind, type DropCounts, type EnableRequest, type GuestInterface, type RooterAbilities,
   type RooterAnswer, type RouteKind
 } from './protocol'
 import type { RooterConfig } from './rooter-config'
@@ -269,8 +269,8 @@ export class Rooter {
           if (held !== undefined) {
             return { ok: false, error: held.request.owner === r.owner ? `guest: ${r.guest} is routed already (disable it first)` : `guest: ${r.guest} is routed by another service` }
           }
-          if (r.route === 'inetsim' && !this.inetsim?.running) return { ok: false, error: 'inetsim: INetSim is not running' }
-          if ((r.route === 'internet' || r.route === 'vpn') && !forwarding()) return { ok: false, error: `${r.route}: net.ipv4.ip_forward is 0 on this host` }
+          if (routeKind(r.route).inetsim && !this.inetsim?.running) return { ok: false, error: 'inetsim: INetSim is not running' }
+          if (routeKind(r.route).leavesHost && !forwarding()) return { ok: false, error: `${r.route}: net.ipv4.ip_forward is 0 on this host` }
           await this.apply(r)
           this.grants.set(r.guest, { request: r, renewed: Date.now() })
           this.saveState()
@@ -288,9 +288,9 @@ export class Rooter {
   private async apply(r: EnableRequest): Promise<void> {
     // Only the routes out (internet, a VPN) keep off the host's own networks: the others need no
     // listing of them (one `ip` run fewer on every task's start).
-    const outside = r.route === 'internet' || r.route === 'vpn'
+    const outside = routeKind(r.route).leavesHost
     await nft(['-f', '-'], enableScript(r, outside ? await hostNetworks() : []))
-    if (r.route === 'vpn') {
+    if (routeKind(r.route).ownRoutingTable) {
       try {
         await addVpnRule(r.guest, this.o.config.vpn.get(r.interface!)!)
       } catch (err) {
@@ -314,7 +314,7 @@ export class Rooter {
       // counted nothing we can read: the rules still go
     }
     await nft(['-f', '-'], disableScript(guest))
-    if (r.route === 'vpn') await deleteVpnRule(guest, this.o.config.vpn.get(r.interface!)!)
+    if (routeKind(r.route).ownRoutingTable) await deleteVpnRule(guest, this.o.config.vpn.get(r.interface!)!)
     this.grants.delete(guest)
     this.saveState()
     this.o.log(`disabled the route of ${guest} (${dropped.packets} packets dropped)`)
@@ -357,7 +357,7 @@ export class Rooter {
     await nft(['-f', '-'], baseScript(nets, this.guestIfs.map((i) => i.name)) + kept.map((r) => enableScript(r, hostNets)).join(''))
     const now = Date.now()
     for (const r of kept) {
-      if (r.route === 'vpn') await addVpnRule(r.guest, c.vpn.get(r.interface!)!).catch((err: Error) => this.o.log(`failed: ${err.message}`))
+      if (routeKind(r.route).ownRoutingTable) await addVpnRule(r.guest, c.vpn.get(r.interface!)!).catch((err: Error) => this.o.log(`failed: ${err.message}`))
       this.grants.set(r.guest, { request: r, renewed: now })
     }
     this.saveState()

@@ -7,7 +7,7 @@ import { isIPv4 } from 'node:net'
 import { Type } from 'typebox'
 import Ajv from 'ajv'
 import type { RooterConfig } from './rooter-config'
-import { OWNER_PATTERN, ROUTE_KINDS, type RooterRequest } from './protocol'
+import { OWNER_PATTERN, ROUTE_KINDS, routeKind, type RooterRequest } from './protocol'
 
 const Ip = Type.String({ maxLength: 15 })
 const Owner = Type.String({ pattern: OWNER_PATTERN })
@@ -57,7 +57,7 @@ export function parseRequest(line: string, c: RooterConfig): RooterRequest {
   if (r.resultserver.ip === r.guest) throw new Refused('resultserver.ip: the guest itself')
   if (r.mitm !== undefined) {
     guestAddress('mitm.ip', r.mitm.ip, c)
-    if (r.route === 'none' || r.route === 'drop') throw new Refused(`mitm: the ${r.route} route has no traffic to decrypt`)
+    if (routeKind(r.route).closed) throw new Refused(`mitm: the ${r.route} route has no traffic to decrypt`)
   }
   switch (r.route) {
     case 'none':

@@ -1,11 +1,13 @@
 // The HTTP application of the analysis API. It never listens itself: the composition root
 // (service.ts) or a test does. Both generations of Cuckoo's API are served at once.
-import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type RouteOptions } from 'fastify'
 import formbody from '@fastify/formbody'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { MAX_PARAM_LENGTH, installErrorHandling, routerErrors } from './error-handler'
 import { installSecurity } from './security'
+import { stripEmptyFields } from './empty-fields'
+import { V1_PATHS } from './routes/paths'
 import { openApiOptions } from './openapi'
 import type { ApiContext } from './context'
 import { createRoutes } from './routes/create.routes'
@@ -56,9 +58,14 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
     }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
-  // Response schemas document the API; bodies are small (tasks come pre-serialized), so plain
-  // JSON.stringify serves them without generating a serializer per route.
+  // Response schemas document the API and type the shared client; they do not serialize. Bodies
+  // are small (tasks come pre-serialized), so plain JSON.stringify serves them without generating
+  // a serializer per route, and never drops a field a schema forgot: client-answers.test.ts
+  // checks instead that every answer has exactly its schema's shape.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data))
+  // Every route's conventions, so that no route file repeats them (routes/README.md).
+  stripEmptyFields(app)
+  installV1Aliases(app)
 
   installErrorHandling(app, opts.maxUploadBytes)
   // Browser sign-ins live as long as this app: a restart signs every browser out.
@@ -78,4 +85,23 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   await app.register(uiStaticRoutes(opts.uiDir ?? null))
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   return app
+}
+
+/**
+ * Cuckoo's /v1 aliases (routes/paths.ts): each route whose path is listed gets a second one at
+ * /v1<path>, added in the plugin that registered it (same hooks, parsers and schemas). A GET's
+ * alias brings its own HEAD. The app refuses to start when a listed path was never registered.
+ */
+function installV1Aliases(app: FastifyInstance): void {
+  const seen = new Set<string>()
+  app.addHook('onRoute', function (route) {
+    if (route.method === 'HEAD' || !V1_PATHS.has(route.url)) return
+    if (route.prefix) throw new Error(`the /v1 alias of ${route.url} would go under the prefix ${route.prefix}`)
+    seen.add(route.url)
+    this.route({ ...route, url: `/v1${route.url}`, path: undefined, prefix: undefined } as RouteOptions)
+  })
+  app.addHook('onReady', async () => {
+    const missing = [...V1_PATHS].filter((p) => !seen.has(p))
+    if (missing.length > 0) throw new Error(`routes/paths.ts lists paths no route registers: ${missing.join(', ')}`)
+  })
 }

@@ -29,6 +29,7 @@ import { createInterface } from 'node:readline'
 import { pipeline } from 'node:stream/promises'
 import { runTool } from '../machinery/exec-tool'
 import { customizeHook, initramfsHook, type GuestAgentSpec } from './linux-guest'
+import { AGENT_PORT } from '../../guest-protocol/agent-api'
 
 /** Bumped whenever what a build puts in an image changes in a way the hashed inputs do not show. */
 export const IMAGE_FORMAT = 1
@@ -53,7 +54,7 @@ export interface DebianImageSpec {
 export const DEFAULT_IMAGE = {
   suite: 'bookworm',
   mirror: 'http://deb.debian.org',
-  agent: { name: 'guestd', port: 8000 },
+  agent: { name: 'guestd', port: AGENT_PORT },
   hostname: 'debian',
   dns: '8.8.8.8',
   diskGiB: 4,

@@ -22,6 +22,7 @@ import { promisify } from 'node:util'
 import { hostAccel, type HostAccel } from '../machinery/accel'
 import { probeAgent } from '../guest/agent-identity'
 import { agentRequest, jsonObject } from '../guest/agent-http'
+import { AGENT_PORT } from '../../guest-protocol/agent-api'
 import { runDoctor, type DoctorReport } from '../doctor/doctor'
 import type { StorageLayout } from '../storage/layout'
 import { Progress, type BuildListener } from './build-progress'
@@ -157,10 +158,10 @@ async function waitForAgent(lv: Libvirt, m: PlannedMachine, consoleLog: string, 
   const deadline = Date.now() + timeoutMs
   for (;;) {
     if (signal?.aborted) throw new BuildError('interrupted', 'boot')
-    if (await probeAgent(m.ip, 8000, 3000).then(() => true, () => false)) return
+    if (await probeAgent(m.ip, AGENT_PORT, 3000).then(() => true, () => false)) return
     const state = await lv.domState(m.label)
     if (state !== 'running') throw new BuildError(`${m.name} stopped (${state ?? 'gone'}) before its agent answered; its console:\n${tail(consoleLog)}`, 'boot')
-    if (Date.now() > deadline) throw new BuildError(`${m.name}'s agent did not answer on ${m.ip}:8000 within ${Math.round(timeoutMs / 1000)} s; its console:\n${tail(consoleLog)}`, 'boot')
+    if (Date.now() > deadline) throw new BuildError(`${m.name}'s agent did not answer on ${m.ip}:${AGENT_PORT} within ${Math.round(timeoutMs / 1000)} s; its console:\n${tail(consoleLog)}`, 'boot')
     await new Promise((r) => setTimeout(r, 1000))
   }
 }
@@ -168,7 +169,7 @@ async function waitForAgent(lv: Libvirt, m: PlannedMachine, consoleLog: string, 
 /** systemd's own "booted": `systemctl is-system-running --wait`, run by the agent. */
 async function settle(m: PlannedMachine, p: Progress, signal?: AbortSignal): Promise<void> {
   const exec = async (command: string, timeoutMs: number): Promise<string> => {
-    const res = await agentRequest({ ip: m.ip, port: 8000, method: 'POST', path: '/execute', body: { kind: 'urlencoded', fields: { command } }, timeoutMs, deadlineMs: timeoutMs, signal, step: `asking ${m.name} to run ${command}` })
+    const res = await agentRequest({ ip: m.ip, port: AGENT_PORT, method: 'POST', path: '/execute', body: { kind: 'urlencoded', fields: { command } }, timeoutMs, deadlineMs: timeoutMs, signal, step: `asking ${m.name} to run ${command}` })
     const body = res.status === 200 ? jsonObject(res.body) : null
     return typeof body?.stdout === 'string' ? body.stdout.trim() : ''
   }
@@ -201,7 +202,7 @@ async function makeMachine(ctx: LinuxBuildContext, lv: Libvirt, m: PlannedMachin
   }), `defining ${m.label}`)
   undo.add(`the domain ${m.label}`, () => lv.remove(m.label))
 
-  p.step('boot', `starting ${m.label}; waiting for its agent on ${m.ip}:8000`, m.name)
+  p.step('boot', `starting ${m.label}; waiting for its agent on ${m.ip}:${AGENT_PORT}`, m.name)
   const t0 = Date.now()
   await lv.run(['start', m.label], `starting ${m.label}`, 120_000, ctx.signal).catch((err: Error) => {
     throw new BuildError(/Permission denied/i.test(err.message)

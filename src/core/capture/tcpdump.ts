@@ -1,5 +1,5 @@
 // Packet capture of one analysis: tcpdump on the VM's interface writing <analysis>/dump.pcap, with
-// Cuckoo's sniffer command line and BPF filter (reference §5.7) so that the pcap holds what the
+// Cuckoo's sniffer command line and BPF filter (Cuckoo 2.0.7's cuckoo/auxiliary/sniffer.py) so that the pcap holds what the
 // sample did and not the host's own talk with the guest (agent on port 8000, result server uploads).
 // tcpdump itself does the capturing; this module starts it, proves it is listening before the VM
 // runs, and stops it once the pcap is complete, turning tcpdump's complaints into errors. The

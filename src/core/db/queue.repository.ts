@@ -1,7 +1,7 @@
 // The scheduler's SQL: the pending queue, claiming a task together with a machine, finishing,
 // re-queueing, the errors a task carries while it waits, and the processor's claims. Status
 // changes go through TaskMoves (task-moves.ts), which checks them against the transition table
-// (scheduler/transitions.ts) and writes only while the task is in the status the caller expects,
+// (transitions.ts) and writes only while the task is in the status the caller expects,
 // so a task rescheduled or deleted meanwhile is never overwritten.
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'

@@ -1,5 +1,5 @@
 // The one place where a task's status changes. TaskMoves.move(id, from, to) refuses a move the
-// transition table (scheduler/transitions.ts) does not have, and writes only while the task is
+// transition table (transitions.ts) does not have, and writes only while the task is
 // still in `from`, so a task that was rescheduled, re-reported or deleted meanwhile is never
 // overwritten. The scheduler's claim, the end of a run, recovery, processing, reschedule and
 // rereport all call it (through QueueRepository and TasksRepository).
@@ -9,7 +9,7 @@
 import type { Statement } from 'better-sqlite3'
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
-import { canMove, IllegalTransition } from '../scheduler/transitions'
+import { canMove, IllegalTransition } from './transitions'
 import { now } from '../../shared/time'
 
 /** What changes together with the status. */

@@ -2,7 +2,9 @@
 // Not every write of a task is here: the scheduler, the runs, recovery and the processor write
 // through QueueRepository (status, errors, processing claims), processing's scores go through
 // TaskScores (task-search.ts). Every change of a status, from here or there, is made by TaskMoves
-// (task-moves.ts), which checks it against the transition table; the database refuses any other.
+// (task-moves.ts), which checks it against the transition table (transitions.ts). The database
+// itself does not refuse other writes: task-moves.test.ts reads the sources and fails if any
+// other code writes a status.
 // Whichever repository (or other connection) writes, the events are the same: SQL triggers note
 // every change in the change journal, which the event bus reads (events/event-bus.ts). The API's
 // bodies, {"task":...} and {"tasks":[...]}, come from task_json through TaskBodies (task-bodies.ts).

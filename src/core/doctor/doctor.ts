@@ -13,6 +13,7 @@ import { checkCapture } from '../capture/tcpdump'
 import { GuestSession, probeAgent } from '../guest/guest-session'
 import { checkRoutes } from './routes-check'
 import type { DriverKind } from '../../shared/api/drivers'
+import { AGENT_PORT } from '../../guest-protocol/agent-api'
 
 export interface MachineReport {
   name: string
@@ -38,7 +39,6 @@ export interface DoctorOptions {
   only?: string[]
 }
 
-const AGENT_PORT = 8000
 
 export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
   if (!existsSync(o.machinesFile)) {

@@ -7,6 +7,7 @@ import type { RoutingSettings } from '../network/routing-config'
 import type { RooterAbilities } from '../../rooter/protocol'
 import { rooter } from '../network/rooter-client'
 import { ROOTER_VERSION } from '../../rooter/protocol'
+import { routeKind } from '../../shared/route-kinds'
 
 function runs(file: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -74,8 +75,9 @@ export async function checkRoutes(routing: RoutingSettings | null): Promise<Find
       case 'vpn': {
         const listed = r.kind === 'internet' ? abilities.interfaces : abilities.vpn
         if (!listed.includes(r.interface!)) {
-          out.push({ check, ok: false, detail: `the rooter may not use ${r.interface}`, fix: `run the rooter with --${r.kind === 'internet' ? 'interface' : 'vpn'} ${r.interface}${r.kind === 'vpn' ? ':<table>' : ''}` })
-        } else if (!abilities.forwarding) {
+          const k = routeKind(r.kind)
+          out.push({ check, ok: false, detail: `the rooter may not use ${r.interface}`, fix: `run the rooter with ${k.interfaceOption} ${r.interface}${k.ownRoutingTable ? ':<table>' : ''}` })
+        } else if (routeKind(r.kind).leavesHost && !abilities.forwarding) {
           out.push({ check, ok: false, detail: 'net.ipv4.ip_forward is 0: guests\' packets are not forwarded', fix: 'sudo sysctl -w net.ipv4.ip_forward=1 (and net.ipv4.ip_forward = 1 in /etc/sysctl.d/)' })
         } else {
           out.push({ check, ok: true, detail: r.description })

@@ -1,5 +1,5 @@
 // One HTTP exchange with a guest agent (Cuckoo 2's agent.py, CAPE's, or Aviary's own), shaped by
-// what those agents accept (cuckoo-internals.md §1.1, §8.2): a fresh connection per request, no
+// what those agents accept (Cuckoo 2.0.7's cuckoo/data/agent/agent.py and cuckoo/core/guest.py): a fresh connection per request, no
 // query strings, urlencoded or multipart bodies that ALWAYS carry a Content-Length (the agents'
 // BaseHTTPRequestHandler cannot de-chunk), and responses read until the socket closes (Cuckoo's
 // agent speaks HTTP/1.0 and sends JSON with no Content-Length). Node's `fetch`/`FormData` may

@@ -1,5 +1,5 @@
 // Telling agents apart, and reaching one: GET / identifies Cuckoo's, CAPE's and Aviary's agents
-// (cuckoo-internals.md §1.3) and refuses the old XML-RPC agent and anything that is not an agent;
+// (Cuckoo 2.0.7's cuckoo/core/guest.py, start_analysis) and refuses the old XML-RPC agent and anything that is not an agent;
 // a plain TCP connect says whether something listens yet (Cuckoo's wait_available).
 import net from 'node:net'
 import { ROUTES } from '../../guest-protocol/agent-api'
@@ -16,7 +16,7 @@ export function abortError(what: string): Error {
 /** GET / answered, but not as a Cuckoo-compatible agent does. */
 export class NotAnAgent extends Error {}
 
-/** Tells the agents apart from GET / (§1.3). Throws NotAnAgent for the XML-RPC agent and for non-agents. */
+/** Tells the agents apart from GET / (as Cuckoo's guest.py does). Throws NotAnAgent for the XML-RPC agent and for non-agents. */
 export function identify(ip: string, port: number, res: AgentResponse): AgentInfo {
   if (res.status === 501) {
     throw new NotAnAgent(`the agent on ${ip}:${port} is Cuckoo's old XML-RPC agent (Cuckoo 1.x / 2.0-rc), which Aviary does not ` +

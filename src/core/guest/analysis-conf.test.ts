@@ -1,4 +1,4 @@
-// analysis.conf as Cuckoo 2.0.7's analyzer reads it (cuckoo-internals.md §2.2): the keys, the
+// analysis.conf as Cuckoo 2.0.7's analyzer reads it (cuckoo/core/guest.py add_config, analyzer's lib/core/config.py): the keys, the
 // value formats, and that nothing in a task can add keys to the guest's config.
 import { describe, expect, it } from 'vitest'
 import { analysisConf, cuckooClock, guestFileName, parseOptions } from './analysis-conf'

@@ -1,5 +1,5 @@
 // The `analysis.conf` the host drops next to the analyzer in the guest: the INI text Cuckoo
-// 2.0.7 writes (cuckoo-internals.md §2.2; scheduler.py build_options + guest.py add_config), so
+// 2.0.7 writes (Cuckoo 2.0.7's scheduler.py build_options + guest.py add_config), so
 // Cuckoo's unchanged analyzer (and Aviary's, which reads the same file) finds every key it
 // needs. Values are written as Cuckoo's `str()` would; unlike Cuckoo, line breaks in values are
 // replaced, so a task's options or URL can never add keys or sections to the guest's config.

@@ -1,4 +1,4 @@
-// The analyzer zip (cuckoo-internals.md §2.3): relative forward-slash names, STORED entries, the
+// The analyzer zip (Cuckoo 2.0.7's guest.py analyzer_zipfile): relative forward-slash names, STORED entries, the
 // monitor's files under bin/ (through Cuckoo's `latest` pointer file), and the cache.
 import { afterEach, describe, expect, it } from 'vitest'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'

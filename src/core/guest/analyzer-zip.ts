@@ -1,4 +1,4 @@
-// The analyzer zip pushed to the guest with POST /extract (cuckoo-internals.md §2.3): every
+// The analyzer zip pushed to the guest with POST /extract (Cuckoo 2.0.7's cuckoo/core/guest.py, analyzer_zipfile): every
 // file of the analyzer folder under its relative path (forward slashes, no leading "/"), plus,
 // for Cuckoo's Windows analyzer, the monitor's files (monitor-x86.dll, inject-x64.exe, ...)
 // under bin/. Entries are STORED like Cuckoo's: the payload is mostly DLLs and .pyc, and the

@@ -1,6 +1,6 @@
 // Where things go inside the guest, decided on the host from the agent's environment
 // (GET /environ) and the guest's platform, following Cuckoo 2.0.7's GuestManager
-// (cuckoo-internals.md §2.1, §1.2): the analyzer in a fresh folder of 5–10 random lowercase
+// (Cuckoo 2.0.7's cuckoo/core/guest.py and its agents): the analyzer in a fresh folder of 5–10 random lowercase
 // letters at the root of the system drive on Windows (the rule of Cuckoo's agent 0.x
 // add_analyzer; Aviary names the folder itself and uses /mkdir, which every agent has, rather
 // than /mkdtemp) or under /tmp elsewhere, and the sample in %TEMP% (/tmp elsewhere) under the

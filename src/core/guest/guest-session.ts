@@ -1,5 +1,5 @@
 // The host side of one analysis in a guest, over the Cuckoo 2 agent HTTP protocol
-// (cuckoo-internals.md §1, §2.1, §8.2): wait until the agent answers, then Cuckoo 2.0.7's
+// (Cuckoo 2.0.7's cuckoo/core/guest.py, GuestManager): wait until the agent answers, then Cuckoo 2.0.7's
 // GuestManager.start_analysis sequence (identify the agent, pin it, environment, analyzer
 // folder, analyzer zip, analysis.conf, sample, start the analyzer), then poll GET /status until
 // the analyzer reports. It works with Cuckoo's agent.py (0.7–0.10), CAPE's (0.2x) and Aviary's

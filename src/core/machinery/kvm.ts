@@ -10,7 +10,15 @@ import path from 'node:path'
 import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState } from './driver'
 import { pollUntil, runTool, ToolError } from './exec-tool'
 import { domainType, hostAccel } from './accel'
+import { Type, type Static } from 'typebox'
 import type { EngineSettings } from './machines-config'
+
+/** machines.json's `kvm` section (docs/machines.md), read here with the driver that uses it. */
+export const KvmSection = Type.Object({ uri: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false })
+export interface KvmSettings { uri: string }
+/** Cuckoo's kvm.conf default. */
+export const KVM_DEFAULTS: KvmSettings = { uri: 'qemu:///system' }
+export const readKvmSection = (s: Static<typeof KvmSection> | undefined): KvmSettings => ({ uri: s?.uri ?? KVM_DEFAULTS.uri })
 
 export interface KvmOptions {
   uri: string

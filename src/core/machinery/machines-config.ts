@@ -8,6 +8,9 @@ import { Type, type Static } from 'typebox'
 import Ajv from 'ajv'
 import { parseRouting, RoutingConfigError, RoutingSection, type RoutingSettings } from '../network/routing-config'
 import { DRIVER_KINDS, type DriverKind } from '../../shared/api/drivers'
+// Each driver's own section (its schema, defaults and reading) lives with the driver.
+import { KVM_DEFAULTS, KvmSection, readKvmSection, type KvmSettings } from './kvm'
+import { readVirtualBoxSection, VIRTUALBOX_DEFAULTS, VirtualBoxSection, type VirtualBoxSettings } from './virtualbox'
 
 const Name = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' })
 const Port = Type.Integer({ minimum: 1, maximum: 65535 })
@@ -53,11 +56,8 @@ const MachinesFile = Type.Object({
   screenshots: Type.Optional(Type.Object({ interval: Type.Optional(Seconds) }, { additionalProperties: false })),
   max_machines: Type.Optional(Type.Integer({ minimum: 0 })),
   tcpdump: Type.Optional(Path),
-  kvm: Type.Optional(Type.Object({ uri: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false })),
-  virtualbox: Type.Optional(Type.Object({
-    path: Type.Optional(Path),
-    mode: Type.Optional(Type.Enum(['headless', 'gui']))
-  }, { additionalProperties: false })),
+  kvm: Type.Optional(KvmSection),
+  virtualbox: Type.Optional(VirtualBoxSection),
   analyzers: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z0-9_-]{1,32}$' }), Analyzer)),
   routing: Type.Optional(RoutingSection),
   machines: Type.Array(MachineEntry)
@@ -92,8 +92,8 @@ export interface EngineSettings {
   /** Machines running at once; 0 = no limit. `--max-machines` overrides it. */
   maxMachines: number
   tcpdump: string
-  kvm: { uri: string }
-  virtualbox: { path: string; mode: 'headless' | 'gui' }
+  kvm: KvmSettings
+  virtualbox: VirtualBoxSettings
   /** Per platform; a platform without an entry gets Aviary's own analyzer. */
   analyzers: Record<string, AnalyzerConfig>
   /** The routes of analyses (network/routing-config.ts); null: no `routing` section, nothing is routed. */
@@ -115,8 +115,8 @@ export const DEFAULT_SETTINGS: EngineSettings = {
   maxMachines: 0,
   // Looked up in PATH: Debian has it in /usr/bin, Cuckoo's default was /usr/sbin.
   tcpdump: 'tcpdump',
-  kvm: { uri: 'qemu:///system' },
-  virtualbox: { path: '/usr/bin/VBoxManage', mode: 'headless' },
+  kvm: KVM_DEFAULTS,
+  virtualbox: VIRTUALBOX_DEFAULTS,
   analyzers: {},
   routing: null
 }
@@ -172,8 +172,8 @@ export function parseFleetConfig(raw: unknown): FleetConfig {
     screenshotInterval: file.screenshots?.interval ?? d.screenshotInterval,
     maxMachines: file.max_machines ?? d.maxMachines,
     tcpdump: file.tcpdump ?? d.tcpdump,
-    kvm: { uri: file.kvm?.uri ?? d.kvm.uri },
-    virtualbox: { path: file.virtualbox?.path ?? d.virtualbox.path, mode: file.virtualbox?.mode ?? d.virtualbox.mode },
+    kvm: readKvmSection(file.kvm),
+    virtualbox: readVirtualBoxSection(file.virtualbox),
     analyzers: Object.fromEntries(Object.entries(file.analyzers ?? {}).map(([platform, a]) => [platform, { path: a.path, monitor: a.monitor ?? null }])),
     routing: routingOf(file.routing)
   }

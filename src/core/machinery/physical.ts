@@ -7,11 +7,12 @@ import { Socket } from 'node:net'
 import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState } from './driver'
 import { pollUntil } from './exec-tool'
 import type { EngineSettings } from './machines-config'
+import { AGENT_PORT } from '../../guest-protocol/agent-api'
 
 export interface PhysicalOptions {
   /** Seconds start() waits for the agent (machines.json timeouts.vm_state). */
   vmStateSeconds: number
-  /** The agent's port; Cuckoo's agent listens on 8000. */
+  /** The agent's port; default AGENT_PORT, where Cuckoo's agent listens. */
   agentPort?: number
   /** How long one connection attempt may take, in ms. Default 2000. */
   connectTimeoutMs?: number
@@ -40,7 +41,7 @@ export class PhysicalDriver implements MachineDriver {
   private readonly connectMs: number
 
   constructor(private readonly o: PhysicalOptions) {
-    this.port = o.agentPort ?? 8000
+    this.port = o.agentPort ?? AGENT_PORT
     this.connectMs = o.connectTimeoutMs ?? 2000
   }
 

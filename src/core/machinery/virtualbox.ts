@@ -6,7 +6,19 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState } from './driver'
 import { pollUntil, runTool, ToolError, type ToolResult } from './exec-tool'
+import { Type, type Static } from 'typebox'
 import type { EngineSettings } from './machines-config'
+
+/** machines.json's `virtualbox` section (docs/machines.md), read here with the driver that uses it. */
+export const VirtualBoxSection = Type.Object({
+  path: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+  mode: Type.Optional(Type.Enum(['headless', 'gui']))
+}, { additionalProperties: false })
+export interface VirtualBoxSettings { path: string; mode: 'headless' | 'gui' }
+/** Cuckoo's virtualbox.conf defaults. */
+export const VIRTUALBOX_DEFAULTS: VirtualBoxSettings = { path: '/usr/bin/VBoxManage', mode: 'headless' }
+export const readVirtualBoxSection = (s: Static<typeof VirtualBoxSection> | undefined): VirtualBoxSettings =>
+  ({ path: s?.path ?? VIRTUALBOX_DEFAULTS.path, mode: s?.mode ?? VIRTUALBOX_DEFAULTS.mode })
 
 const STATES: Record<string, VmState> = {
   running: 'running',

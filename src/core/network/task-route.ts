@@ -10,6 +10,7 @@
 // direction: containment or disguise (`drop`, INetSim, a VPN) on a host that routes nothing, and
 // HTTPS decryption where no proxy can run.
 import type { RouteOffer, RoutingSettings } from './routing-config'
+import { isRouteKind, routeKind } from '../../shared/route-kinds'
 
 export interface TaskRoute {
   route: RouteOffer
@@ -33,7 +34,7 @@ function options(raw: string | null): Map<string, string> {
 
 const TRUE = /^(1|yes|true|on)$/i
 const FALSE = /^(0|no|false|off)?$/i
-const closed = (r: RouteOffer): boolean => r.kind === 'none' || r.kind === 'drop'
+const closed = (r: RouteOffer): boolean => routeKind(r.kind).closed
 
 function mitmAsked(o: Map<string, string>): boolean | undefined {
   const v = o.get('mitm')
@@ -55,11 +56,12 @@ export function chooseRoute(rawOptions: string | null, routing: RoutingSettings 
       throw new RouteChoiceError('mitm=1 cannot be honoured: this host routes no task (machines.json has no routing section), so no proxy can ' +
         'see the guest\'s traffic; see docs/network.md')
     }
-    // Cuckoo's `none` meant "no routing": what every task here gets. `internet` asks for the
-    // open route, and runs unrouted with a note (unroutedNote). Anything else asks for less than
-    // an unrouted guest has (drop, a fake internet) or for another way out (a VPN, Tor), which
-    // running unrouted would betray.
-    if (asked !== undefined && asked !== 'none' && asked !== 'internet') {
+    // The kind's `unrouted` (shared/route-kinds.ts): Cuckoo's `none` meant "no routing", what
+    // every task here gets; `internet` asks for the open route and runs unrouted with a note
+    // (unroutedNote). Anything else asks for less than an unrouted guest has (drop, a fake
+    // internet) or for another way out (a VPN), which running unrouted would betray. A name that
+    // is no kind is refused too: there is no route to fall back from.
+    if (asked !== undefined && !(isRouteKind(asked) && routeKind(asked).unrouted !== 'refused')) {
       throw new RouteChoiceError(`route '${asked}' cannot be honoured: this host routes no task (machines.json has no routing section), so ` +
         'every guest\'s traffic goes wherever its network sends it; add a routing section (docs/network.md), or submit without route=')
     }
@@ -84,7 +86,7 @@ export function chooseRoute(rawOptions: string | null, routing: RoutingSettings 
  */
 export function unroutedNote(rawOptions: string | null): string | null {
   const asked = options(rawOptions).get('route')
-  if (asked === undefined || asked === 'none') return null
+  if (asked === undefined || (isRouteKind(asked) && routeKind(asked).unrouted === 'same')) return null
   return `route '${asked}' is not applied: this host routes no task (machines.json has no routing section), so the guest's traffic ` +
     'goes wherever its network sends it, as for every task here'
 }

@@ -2,7 +2,7 @@
 // back. Each module (static, strings, network, behavior, dropped, screenshots, memory, yara,
 // signatures) is one folder under processing/ with its own tests on real inputs; the pipeline
 // (processing/pipeline.ts) runs them in Cuckoo's order and assembles reports/report.json with
-// Cuckoo 2's top-level keys (shared/reference/cuckoo-internals.md §7).
+// Cuckoo 2's top-level keys (docs/reports.md).
 import { Closed, Epoch, Nullable, Type, type Static } from './schema'
 import { ProcessCallCountsSchema, StoredCallSchema } from './behavior/calls-schema'
 

@@ -1,4 +1,4 @@
-// The header of a result-server connection (Cuckoo 2.0.7 wire protocol, cuckoo-internals.md §3.3):
+// The header of a result-server connection (Cuckoo 2.0.7's wire protocol, cuckoo/core/resultserver.py):
 // `LOG`, `BSON <pid>`, `FILE` + path, or `FILE 2` + path, guest path and pids, each line ending in
 // '\n' and at most 4096 bytes. Read under one deadline for the whole header, so a guest trickling
 // bytes cannot hold a connection in this phase. Bytes that arrived after the header are returned

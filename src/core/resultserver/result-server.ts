@@ -1,6 +1,6 @@
 // The result server: the TCP endpoint where guests send their analyzer log (LOG), the monitor's
 // API logs (BSON <pid>) and files (FILE, FILE 2), speaking Cuckoo 2.0.7's protocol so existing
-// guest images work unchanged (cuckoo-internals.md §3, §8.4). A connection belongs to the task
+// guest images work unchanged (Cuckoo 2.0.7's cuckoo/core/resultserver.py). A connection belongs to the task
 // registered for its source IP; anything else is closed at once. The guest is hostile: headers
 // are bounded in size and time, paths are reduced to an allowlist (upload-path.ts) and opened
 // without following links (open-inside.ts), files are never overwritten, every byte counts toward

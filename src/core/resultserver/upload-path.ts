@@ -1,5 +1,5 @@
 // Where a guest may upload: the path rules of the result server's FILE channel (Cuckoo 2.0.7's
-// netlog_sanitize_fname, widened as cuckoo-internals.md §3.4 recommends). The path comes from a
+// netlog_sanitize_fname, widened: Cuckoo 2.0.7's cuckoo/core/resultserver.py). The path comes from a
 // hostile guest, so it is reduced to exactly "<allowed folder>/<single name>" or refused; nothing
 // here touches the disk (opening is open-inside.ts's job).
 import { ARTIFACTS, MONITOR_LOG_EXT, UPLOAD_DIRS } from '../storage/layout'

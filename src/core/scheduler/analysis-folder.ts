@@ -1,4 +1,4 @@
-// The analysis folder of a task (Cuckoo's layout, shared/ARCHITECTURE.md): made before the
+// The analysis folder of a task (Cuckoo's layout; ARCHITECTURE.md, storage/layout.ts): made before the
 // machine starts, with the folders the result server fills, `binary` linked to the stored sample,
 // and `task.json` written at the start and the end of the run.
 import { writeFileSync } from 'node:fs'

@@ -1,5 +1,5 @@
-// One task on one machine, from the locked machine to `completed` (shared/ARCHITECTURE.md, "data
-// flow of one task"), in the order Cuckoo 2's AnalysisManager does it: analysis folder → result
+// One task on one machine, from the locked machine to `completed` (ARCHITECTURE.md, "The story
+// of a task"), in the order Cuckoo 2's AnalysisManager does it: analysis folder → result
 // server learns the guest's IP → capture → revert and start the VM → screenshots → the agent
 // (analyzer, config, sample, start; guest-phase.ts, under one deadline) → wait for completion or
 // the critical timeout → then, always:

@@ -15,7 +15,7 @@ import { EventBus } from '../events/event-bus'
 import { parseFleetConfig } from '../machinery/machines-config'
 import { Scheduler } from './scheduler'
 import { matchMachines } from './matching'
-import { canMove } from './transitions'
+import { canMove } from '../db/transitions'
 
 let dir: string
 let db: Db

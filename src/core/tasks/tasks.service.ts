@@ -1,5 +1,5 @@
 // What the API does to tasks besides creating them: read, list, delete, reschedule, reboot and
-// rereport, with the semantics of Cuckoo 2 (shared/reference/cuckoo-api.md §4.4–4.12).
+// rereport, with the semantics of Cuckoo 2 (Cuckoo 2.0.7's cuckoo/apps/api.py; docs/api.md).
 import { rm, stat } from 'node:fs/promises'
 import { ApiError, badRequest, taskNotFound } from '../errors'
 import { ErrorCodes } from '../../shared/errors'
@@ -7,7 +7,7 @@ import { TASK_STATUSES, type TaskStatus } from '../../shared/api/schemas'
 import { formatDatetime } from '../../shared/time'
 import type { TasksRepository, TaskRow, NewTask } from '../db/tasks.repository'
 import type { StorageLayout } from '../storage/layout'
-import { IllegalTransition } from '../scheduler/transitions'
+import { IllegalTransition } from '../db/transitions'
 
 export interface ListQuery {
   limit?: number | undefined

@@ -1,5 +1,5 @@
 // Nodes: register (the node must answer; its machines are read), list, view, update, refresh,
-// disable. Shapes per ../shared/spec/dispatcher-api.md, and Cuckoo's code where the spec is silent.
+// disable. Shapes as docs/dispatcher.md gives them, after Cuckoo 2's dispatchers (utils/dist.py, the distributed/ app).
 import type { FastifyInstance } from 'fastify'
 import type { NodeRow } from '../store/types'
 import type { DispatcherService } from './dispatcher.service'

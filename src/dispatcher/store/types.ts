@@ -4,7 +4,7 @@
 // fetch the same task twice (PostgreSQL: row locks with FOR UPDATE SKIP LOCKED; SQLite: one
 // writer, BEGIN IMMEDIATE).
 //
-// Task states (Cuckoo 2's dispatcher, ../shared/reference/cuckoo-api.md §7.2): pending → assigned
+// Task states (Cuckoo 2's distributed/ dispatcher, its db.py): pending → assigned
 // (to a node) → processing (submitted; node_task_id set) → finished (reports fetched, node
 // cleaned) ; deleted. A task whose node stops answering goes back to pending (node cleared).
 

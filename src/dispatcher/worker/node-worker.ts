@@ -1,4 +1,4 @@
-// One node's loop, a round at a time (Cuckoo 2's handle_node, §7.3 of the reference, with its gaps
+// One node's loop, a round at a time (Cuckoo 2's handle_node in its distributed/ app, with its gaps
 // closed): contact (GET /cuckoo/status), then delete leftovers, submit assigned tasks while the
 // node's queue has room (submit.ts), and fetch what it finished. A node that fails `maxFailures`
 // contacts in a row is unreachable: its unfinished tasks go back to pending for the other nodes.

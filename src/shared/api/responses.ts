@@ -1,7 +1,8 @@
 // The analysis API's answers that are not a single object of schemas.ts: what the create routes,
 // the task actions, the sample and machine views, the timeline and the saved connections send.
-// Written once, here: the routes serialize and document with them (/openapi.json), and the
-// shared client (client.ts) types what it returns with them.
+// Written once, here: the routes document their answers with them (/openapi.json; the answers are
+// serialized by JSON.stringify, and client-answers.test.ts checks each against its schema), and
+// the shared client (client.ts) types what it returns with them.
 import { Type, type Static } from 'typebox'
 import { Machine, Sample, Task, TimelineEntry } from './schemas'
 

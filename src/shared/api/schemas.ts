@@ -1,6 +1,8 @@
-// The analysis API's objects (a task, a sample, a machine, the status…), written once: Fastify
-// serializes responses with them, the OpenAPI description is generated from them, and clients get
-// their types. The answers that wrap them are in responses.ts, request schemas in requests.ts.
+// The analysis API's objects (a task, a sample, a machine, the status…), written once: the routes
+// declare them as their response schemas, the OpenAPI description is generated from them, and
+// clients get their types. They do not serialize: the app sends JSON.stringify's output (tasks come
+// pre-serialized from the database), and src/core/api/client-answers.test.ts checks that every
+// answer has exactly the shape its schema says. The answers that wrap them are in responses.ts, request schemas in requests.ts.
 import { Type, type Static, type TSchema } from 'typebox'
 import { DriverKindSchema } from './drivers'
 

@@ -1,6 +1,6 @@
 // virsh for the test-guest fixture and its test: one process per call (~20 ms), arguments as an
 // array. virsh is also what covers snapshots, screenshots and dumps, which the @unraid/libvirt
-// binding lacks (shared/notes/qemu-guest.md).
+// binding lacks (docs/machines.md, "Drivers").
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 

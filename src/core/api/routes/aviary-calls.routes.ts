@@ -8,14 +8,12 @@ import { CallsListing, CallsPage, ErrorBody } from '../../../shared/api/schemas'
 import { CallsParams, CallsQuery, TaskIdParams } from '../../../shared/api/requests'
 import { taskNotFound } from '../../errors'
 import { analysisFromReport, CallsService } from '../../results/calls.service'
-import { stripEmptyFields } from '../empty-fields'
 
 const errors = { 400: ErrorBody, 404: ErrorBody }
 const list = (v: string | undefined): string[] => (v === undefined ? [] : [...new Set(v.split(','))])
 
 export const aviaryCallsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
-  stripEmptyFields(app)
   const calls = new CallsService(analysisFromReport((id) => ctx.results.report(id, 'json', 'none')))
   const existing = (id: number): number => {
     if (!ctx.taskRows.exists(id)) throw taskNotFound()

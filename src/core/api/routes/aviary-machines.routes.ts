@@ -12,7 +12,6 @@ import { notFound } from '../../errors'
 import { ErrorCodes } from '../../../shared/errors'
 import type { Fleet } from '../../fleet/fleet.service'
 import { engineNotRunning } from '../../fleet/fleet-errors'
-import { stripEmptyFields } from '../empty-fields'
 import { ControlledMachines } from '../../../shared/api/machine-controls'
 import { withControls } from '../../fleet/machine-controls'
 
@@ -21,7 +20,6 @@ const errors = { 400: ErrorBody, 404: ErrorBody, 409: ErrorBody }
 export const aviaryMachinesRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
   const tags = ['aviary']
-  stripEmptyFields(app)
 
   /** 404 for an unknown machine comes first, then 409 when there is no engine. */
   const fleetFor = (name: string): Fleet => {

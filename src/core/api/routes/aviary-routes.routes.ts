@@ -4,6 +4,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
 import { RoutesAnswer } from '../../../shared/api/ui-schemas'
+import { routeKind } from '../../../shared/route-kinds'
 
 export const aviaryRoutesRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
@@ -16,7 +17,8 @@ export const aviaryRoutesRoutes = (ctx: ApiContext): FastifyPluginAsync => async
       routed: true,
       default: r.default,
       routes: r.routes.map((x) => ({ name: x.name, kind: x.kind, description: x.description })),
-      mitm: { available: r.routes.some((x) => x.kind !== 'none' && x.kind !== 'drop'), default: r.mitm.default }
+      // The proxy can decrypt on any route that lets traffic out (shared/route-kinds.ts).
+      mitm: { available: r.routes.some((x) => !routeKind(x.kind).closed), default: r.mitm.default }
     }
   })
 }

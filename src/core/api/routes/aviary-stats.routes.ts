@@ -4,11 +4,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
 import { ErrorBody } from '../../../shared/api/schemas'
 import { AviaryStats, StatsQuery } from '../../../shared/api/ui-schemas'
-import { stripEmptyFields } from '../empty-fields'
 
 export const aviaryStatsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
-  stripEmptyFields(app)
   app.get('/aviary/stats', {
     schema: {
       tags: ['aviary'], summary: 'Task counts by status and per day, machines, disk, CPU and memory',

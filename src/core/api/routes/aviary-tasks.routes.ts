@@ -7,11 +7,9 @@ import { ErrorBody, type TaskStatus } from '../../../shared/api/schemas'
 import { TaskSearchQuery, TaskSearchResult, type TaskSort } from '../../../shared/api/ui-schemas'
 import { SearchSyntaxError } from '../../../shared/search-query'
 import { badRequest } from '../../errors'
-import { stripEmptyFields } from '../empty-fields'
 
 export const aviaryTasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
-  stripEmptyFields(app)
   app.get('/aviary/tasks', {
     schema: {
       tags: ['aviary'],

@@ -11,7 +11,6 @@ import { Timeline } from '../../../shared/api/responses'
 import { TaskIdParams } from '../../../shared/api/requests'
 import { taskNotFound } from '../../errors'
 import { formatDatetime } from '../../../shared/time'
-import { withV1 } from './paths'
 
 const HEARTBEAT_MS = 15_000
 const EventsQuery = Type.Object({
@@ -22,20 +21,18 @@ export const eventsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
   const streams = new Set<ServerResponse>()
 
-  for (const url of withV1('/tasks/timeline/:id')) {
-    app.get(url, {
-      schema: {
-        tags: ['tasks'], summary: 'Every stage of a task with its time, and the reasons of failures',
-        params: TaskIdParams, response: { 200: Timeline, 404: ErrorBody }
-      }
-    }, async (request) => {
-      const id = request.params.id
-      if (!ctx.tasks.exists(id)) throw taskNotFound()
-      return {
-        timeline: ctx.timeline.list(id).map((e) => ({ stage: e.stage, at: formatDatetime(new Date(e.at)), time: e.at, message: e.message }))
-      }
-    })
-  }
+  app.get('/tasks/timeline/:id', {
+    schema: {
+      tags: ['tasks'], summary: 'Every stage of a task with its time, and the reasons of failures',
+      params: TaskIdParams, response: { 200: Timeline, 404: ErrorBody }
+    }
+  }, async (request) => {
+    const id = request.params.id
+    if (!ctx.tasks.exists(id)) throw taskNotFound()
+    return {
+      timeline: ctx.timeline.list(id).map((e) => ({ stage: e.stage, at: formatDatetime(new Date(e.at)), time: e.at, message: e.message }))
+    }
+  })
 
   app.get('/events', {
     schema: {

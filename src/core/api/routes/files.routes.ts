@@ -9,7 +9,6 @@ import { FileIdParams, Md5Params, Sha256Params } from '../../../shared/api/reque
 import { ApiError, notFound } from '../../errors'
 import { ErrorCodes } from '../../../shared/errors'
 import { sendResult } from '../send-file'
-import { withV1 } from './paths'
 
 const errors = { 400: ErrorBody, 404: ErrorBody }
 
@@ -22,24 +21,16 @@ export const filesRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
     return { sample: { ...sample, tasks } }
   }
 
-  for (const url of withV1('/files/view/md5/:md5')) {
-    app.get(url, { schema: { tags, summary: 'A sample by md5', params: Md5Params, response: { 200: SampleView, ...errors } } },
-      async (request) => view(ctx.samples.findByHash('md5', request.params.md5)))
-  }
-  for (const url of withV1('/files/view/sha256/:sha256')) {
-    app.get(url, { schema: { tags, summary: 'A sample by sha256', params: Sha256Params, response: { 200: SampleView, ...errors } } },
-      async (request) => view(ctx.samples.findByHash('sha256', request.params.sha256)))
-  }
-  for (const url of withV1('/files/view/id/:id')) {
-    app.get(url, { schema: { tags, summary: 'A sample by id', params: FileIdParams, response: { 200: SampleView, ...errors } } },
-      async (request) => {
-        if (request.params.id === 0) throw new ApiError(400, 'Invalid lookup term: id must be a whole number from 1', ErrorCodes.BAD_REQUEST)
-        return view(ctx.samples.get(request.params.id))
-      })
-  }
-  for (const url of withV1('/files/get/:sha256')) {
-    app.get(url, {
-      schema: { tags, summary: 'The bytes of a sample', params: Sha256Params, response: { 200: Type.Unsafe({ type: 'string', format: 'binary' }), ...errors } }
-    }, async (request, reply) => sendResult(request, reply, await ctx.results.sampleFile(request.params.sha256)))
-  }
+  app.get('/files/view/md5/:md5', { schema: { tags, summary: 'A sample by md5', params: Md5Params, response: { 200: SampleView, ...errors } } },
+    async (request) => view(ctx.samples.findByHash('md5', request.params.md5)))
+  app.get('/files/view/sha256/:sha256', { schema: { tags, summary: 'A sample by sha256', params: Sha256Params, response: { 200: SampleView, ...errors } } },
+    async (request) => view(ctx.samples.findByHash('sha256', request.params.sha256)))
+  app.get('/files/view/id/:id', { schema: { tags, summary: 'A sample by id', params: FileIdParams, response: { 200: SampleView, ...errors } } },
+    async (request) => {
+      if (request.params.id === 0) throw new ApiError(400, 'Invalid lookup term: id must be a whole number from 1', ErrorCodes.BAD_REQUEST)
+      return view(ctx.samples.get(request.params.id))
+    })
+  app.get('/files/get/:sha256', {
+    schema: { tags, summary: 'The bytes of a sample', params: Sha256Params, response: { 200: Type.Unsafe({ type: 'string', format: 'binary' }), ...errors } }
+  }, async (request, reply) => sendResult(request, reply, await ctx.results.sampleFile(request.params.sha256)))
 }

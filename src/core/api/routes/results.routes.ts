@@ -6,9 +6,7 @@ import type { ApiContext } from '../context'
 import { ErrorBody } from '../../../shared/api/schemas'
 import { ArchiveQuery, MemoryParams, PcapParams, ReportParams, ScreenshotParams, TaskIdParams } from '../../../shared/api/requests'
 import { sendResult } from '../send-file'
-import { withV1 } from './paths'
 import { MemoryList } from '../../../shared/api/responses'
-import { stripEmptyFields } from '../empty-fields'
 import { ARTIFACTS } from '../../storage/layout'
 
 const Binary = Type.Unsafe<unknown>({ type: 'string', format: 'binary' })
@@ -26,9 +24,8 @@ const errors = { 400: ErrorBody, 404: ErrorBody }
 
 export const resultsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
-  stripEmptyFields(app)
 
-  for (const url of [...withV1('/tasks/report/:id'), ...withV1('/tasks/report/:id/:format')]) {
+  for (const url of ['/tasks/report/:id', '/tasks/report/:id/:format']) {
     app.get(url, {
       schema: {
         tags: ['reports'],
@@ -46,7 +43,7 @@ export const resultsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (bas
     schema: { tags: ['reports'], summary: 'report.json without its heaviest parts', params: TaskIdParams, response: { 200: Binary, ...errors } }
   }, async (request, reply) => sendResult(request, reply, await ctx.results.summary(request.params.id)))
 
-  for (const url of [...withV1('/tasks/screenshots/:id'), ...withV1('/tasks/screenshots/:id/:screenshot')]) {
+  for (const url of ['/tasks/screenshots/:id', '/tasks/screenshots/:id/:screenshot']) {
     app.get(url, {
       schema: {
         tags: ['reports'], summary: 'One screenshot (JPEG), or all of them as a zip',
@@ -86,9 +83,7 @@ export const resultsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (bas
     return sendResult(request, reply, await ctx.results.droppedFile(id, folder as typeof ARTIFACTS.dropped | typeof ARTIFACTS.packageFiles, name))
   })
 
-  for (const url of withV1('/pcap/get/:task')) {
-    app.get(url, {
-      schema: { tags: ['reports'], summary: 'The packet capture of a task', params: PcapParams, response: { 200: Binary, ...errors } }
-    }, async (request, reply) => sendResult(request, reply, await ctx.results.pcap(request.params.task)))
-  }
+  app.get('/pcap/get/:task', {
+    schema: { tags: ['reports'], summary: 'The packet capture of a task', params: PcapParams, response: { 200: Binary, ...errors } }
+  }, async (request, reply) => sendResult(request, reply, await ctx.results.pcap(request.params.task)))
 }

@@ -8,29 +8,24 @@ import { MachineNameParams } from '../../../shared/api/requests'
 import { ApiError, notFound } from '../../errors'
 import { ErrorCodes } from '../../../shared/errors'
 import { toApiMachine } from '../../db/machine-view'
-import { withV1 } from './paths'
 
 export const statusRoutes = (ctx: ApiContext, opts: { debug: boolean }): FastifyPluginAsync => async (base) => {
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
 
-  for (const url of [...withV1('/cuckoo/status'), ...withV1('/sandbox/status')]) {
+  for (const url of ['/cuckoo/status', '/sandbox/status']) {
     app.get(url, { schema: { tags: ['status'], summary: 'Service status', response: { 200: ServiceStatus } } },
       async () => ctx.status.status())
   }
 
-  for (const url of withV1('/machines/list')) {
-    app.get(url, { schema: { tags: ['machines'], summary: 'Configured analysis machines', response: { 200: MachineList } } },
-      async () => ({ machines: ctx.machines.list().map(toApiMachine) }))
-  }
-  for (const url of withV1('/machines/view/:name')) {
-    app.get(url, {
-      schema: { tags: ['machines'], summary: 'One machine, by name', params: MachineNameParams, response: { 200: MachineView, 404: ErrorBody } }
-    }, async (request) => {
-      const row = ctx.machines.findByName(request.params.name)
-      if (!row) throw notFound('Machine not found', ErrorCodes.MACHINE_NOT_FOUND)
-      return { machine: toApiMachine(row) }
-    })
-  }
+  app.get('/machines/list', { schema: { tags: ['machines'], summary: 'Configured analysis machines', response: { 200: MachineList } } },
+    async () => ({ machines: ctx.machines.list().map(toApiMachine) }))
+  app.get('/machines/view/:name', {
+    schema: { tags: ['machines'], summary: 'One machine, by name', params: MachineNameParams, response: { 200: MachineView, 404: ErrorBody } }
+  }, async (request) => {
+    const row = ctx.machines.findByName(request.params.name)
+    if (!row) throw notFound('Machine not found', ErrorCodes.MACHINE_NOT_FOUND)
+    return { machine: toApiMachine(row) }
+  })
 
   app.get('/vpn/status', {
     schema: {

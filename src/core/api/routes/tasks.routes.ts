@@ -5,8 +5,6 @@ import type { ApiContext } from '../context'
 import { ErrorBody } from '../../../shared/api/schemas'
 import { TaskDeleted, TaskList, TaskRebooted, TaskRereported, TaskRescheduled, TaskView } from '../../../shared/api/responses'
 import { ListParams, ListQuery, RescheduleParams, SampleIdParams, TaskIdParams } from '../../../shared/api/requests'
-import { withV1 } from './paths'
-import { stripEmptyFields } from '../empty-fields'
 import type { FastifyReply } from 'fastify'
 
 // Tasks come serialized from the database (task_json); the response schemas document them.
@@ -18,9 +16,8 @@ const e404 = { 400: ErrorBody, 404: ErrorBody }
 export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base) => {
   const app = base.withTypeProvider<TypeBoxTypeProvider>()
   const tags = ['tasks']
-  stripEmptyFields(app)
 
-  for (const url of [...withV1('/tasks/list'), ...withV1('/tasks/list/:limit'), ...withV1('/tasks/list/:limit/:offset')]) {
+  for (const url of ['/tasks/list', '/tasks/list/:limit', '/tasks/list/:limit/:offset']) {
     app.get(url, {
       schema: {
         tags, summary: 'List tasks: unfinished first by id, then finished by completion time',
@@ -29,31 +26,25 @@ export const tasksRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base)
     }, async (request, reply) => sendJson(reply, ctx.tasks.listBody({ ...request.query, ...request.params })))
   }
 
-  for (const url of withV1('/tasks/sample/:sample_id')) {
-    app.get(url, {
-      schema: { tags, summary: 'Tasks that analyze a sample', params: SampleIdParams, querystring: ListQuery, response: { 200: TaskList, ...e400 } }
-    }, async (request, reply) => sendJson(reply, ctx.tasks.listBody(request.query, request.params.sample_id)))
-  }
+  app.get('/tasks/sample/:sample_id', {
+    schema: { tags, summary: 'Tasks that analyze a sample', params: SampleIdParams, querystring: ListQuery, response: { 200: TaskList, ...e400 } }
+  }, async (request, reply) => sendJson(reply, ctx.tasks.listBody(request.query, request.params.sample_id)))
 
-  for (const url of withV1('/tasks/view/:id')) {
-    app.get(url, {
-      schema: { tags, summary: 'One task', params: TaskIdParams, response: { 200: TaskView, ...e404 } }
-    }, async (request, reply) => sendJson(reply, ctx.tasks.viewBody(request.params.id)))
-  }
+  app.get('/tasks/view/:id', {
+    schema: { tags, summary: 'One task', params: TaskIdParams, response: { 200: TaskView, ...e404 } }
+  }, async (request, reply) => sendJson(reply, ctx.tasks.viewBody(request.params.id)))
 
-  for (const url of withV1('/tasks/delete/:id')) {
-    app.get(url, {
-      schema: {
-        tags, summary: 'Delete a task and its results (refused while it runs; waits for its processing to end)', params: TaskIdParams,
-        response: { 200: TaskDeleted, ...e404, 500: ErrorBody }
-      }
-    }, async (request) => {
-      await ctx.tasks.delete(request.params.id)
-      return { status: 'OK' }
-    })
-  }
+  app.get('/tasks/delete/:id', {
+    schema: {
+      tags, summary: 'Delete a task and its results (refused while it runs; waits for its processing to end)', params: TaskIdParams,
+      response: { 200: TaskDeleted, ...e404, 500: ErrorBody }
+    }
+  }, async (request) => {
+    await ctx.tasks.delete(request.params.id)
+    return { status: 'OK' }
+  })
 
-  for (const url of [...withV1('/tasks/reschedule/:id'), ...withV1('/tasks/reschedule/:id/:priority')]) {
+  for (const url of ['/tasks/reschedule/:id', '/tasks/reschedule/:id/:priority']) {
     app.get(url, {
       schema: {
         tags, summary: 'Queue a copy of a task; the old one becomes recovered (each call makes a copy; refused while it runs)',

@@ -6,6 +6,7 @@
 // file well formed whatever got through.
 import { randomBytes } from 'node:crypto'
 import { isIPv4 } from 'node:net'
+import { AGENT_PORT } from '../../../guest-protocol/agent-api'
 
 export type WindowsVersion = '10' | '11'
 /** `bios`: SeaBIOS, MBR. `uefi`: OVMF as a read-only ROM, GPT (see domain-xml.ts for why not pflash). */
@@ -186,7 +187,7 @@ export function checkWindowsInput(i: WindowsMachineInput): WindowsMachineSpec {
   if (!/^[A-Za-z0-9][A-Za-z0-9 ().+-]{0,63}$/.test(timeZone)) throw new WindowsSpecError('time-zone', `'${timeZone}' is not a Windows time zone id such as "W. Europe Standard Time"`)
   const locale = i.locale ?? 'en-US'
   if (!/^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,2}$/.test(locale)) throw new WindowsSpecError('locale', `'${locale}' is not a language tag such as en-US`)
-  const agentPort = intIn('agent-port', i.agentPort ?? 8000, 1, 65535)
+  const agentPort = intIn('agent-port', i.agentPort ?? AGENT_PORT, 1, 65535)
 
   return { name, version, firmware, edition, user, password, computerName, productKey, ip, prefix, gateway, dns, mac, network, memoryMiB, cpus, diskGiB, timeZone, locale, agentPort }
 }

@@ -1,6 +1,6 @@
 // Reads the BSON streams Cuckoo's Windows monitor writes (logs/<pid>.bson): a plain concatenation
-// of BSON documents, each prefixed by its own int32 length (shared/reference/cuckoo-internals.md
-// §3.5). The framing is here: a *streaming* reader that takes one document at a time from a file of
+// of BSON documents, each prefixed by its own int32 length (Cuckoo 2.0.7's
+// cuckoo/common/netlog.py, BsonParser). The framing is here: a *streaming* reader that takes one document at a time from a file of
 // hundreds of MB with flat memory, and stops cleanly on a truncated or garbled tail (a guest is
 // hostile; a VM can be cut off mid-write). Each document is decoded by the maintained `bson`
 // package (MongoDB's), then brought to the plain values the monitor parser reads: int64 as a number

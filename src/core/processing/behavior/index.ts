@@ -1,4 +1,4 @@
-// The `behavior` key of report.json (shared/reference/cuckoo-internals.md §7.2): processes,
+// The `behavior` key of report.json (Cuckoo 2.0.7's cuckoo/processing/behavior.py; docs/reports.md): processes,
 // processtree, summary, generic, apistats, anomaly. Three sources, used together when they exist:
 // Aviary's analyzer log (logs/behavior.jsonl: processes, file changes, connections), the raw strace
 // output of its Linux runs (logs/strace.log: system calls), and Cuckoo monitor logs (logs/<pid>.bson

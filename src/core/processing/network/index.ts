@@ -1,4 +1,4 @@
-// Network analysis of an analysis' dump.pcap: Cuckoo 2's `network` report key (reference §7.3,
+// Network analysis of an analysis' dump.pcap: Cuckoo 2's `network` report key (Cuckoo 2.0.7's cuckoo/processing/network.py,
 // processing/network.py `Pcap`), computed in one streaming pass over the file with flat memory.
 // pcap.ts reads records, decode.ts the link/IP/transport layers, flows.ts the TCP/UDP flows and
 // the TCP stream parsers (http.ts, tls.ts, DNS over TCP), dns.ts the DNS messages. Differences from

@@ -1,4 +1,4 @@
-// The `static` and `strings` keys of report.json for a file task (cuckoo-internals.md §7.2). The
+// The `static` and `strings` keys of report.json for a file task (Cuckoo 2.0.7's cuckoo/processing/static.py and strings.py; docs/reports.md). The
 // kind of file is decided from its first bytes (the libmagic description the caller passes only
 // breaks ties), and the matching reader runs: PE, ELF, PDF, Office (OOXML or OLE), zip or tar.
 // Nothing here throws to the pipeline: a file that cannot be read, or a reader that fails, gives

@@ -1,5 +1,5 @@
 // Static analysis of a PE file: the keys Cuckoo 2's processing/static.py puts into `static` for an
-// executable (cuckoo-internals.md §7.2), with the same value formats (hex strings as Python writes
+// executable (Cuckoo 2.0.7's cuckoo/processing/static.py), with the same value formats (hex strings as Python writes
 // them), so report consumers and signatures written for Cuckoo read them unchanged. Each part is
 // read on its own: a corrupt import table still leaves sections, resources and the signature, and
 // what went wrong is listed in `error`.

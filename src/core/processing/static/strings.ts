@@ -1,5 +1,5 @@
 // The report's `strings`: printable runs of a sample as Cuckoo 2's processing/strings.py finds them
-// (cuckoo-internals.md §7.2): ASCII runs of at least 6 characters in 0x1f-0x7e, then UTF-16LE runs
+// (Cuckoo 2.0.7's cuckoo/processing/strings.py): ASCII runs of at least 6 characters in 0x1f-0x7e, then UTF-16LE runs
 // of the same characters each followed by a NUL byte, from the first 16 MiB; the list is cut to
 // 2048 strings and each string to 1024 characters. ASCII runs come first, so a large binary gives
 // ASCII strings only, as in Cuckoo. A regular expression over the latin1 view of the bytes does

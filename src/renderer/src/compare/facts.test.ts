@@ -1,7 +1,7 @@
 // The comparison's digest and join on real reports: two runs of a dropper and two PE programs
 // (compiled here with mingw-w64) processed by a real service's engine, read from /tasks/summary
 // and /tasks/report; a report in Cuckoo 2.0.7's shape (its keys and value shapes as
-// shared/reference/cuckoo-internals.md §7 gives them) against Aviary's; a hostile report; and
+// Cuckoo 2.0.7's processing modules, cuckoo/processing/*.py, write them) against Aviary's; a hostile report; and
 // trees of 100,000 processes, wide and deep.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'

@@ -1,5 +1,5 @@
-// A dispatcher's API through the proxy. Dispatchers come in two generations (see
-// shared/spec/dispatcher-api.md): the newer under /api with a `success` envelope, the older at the
+// A dispatcher's API through the proxy. Dispatchers come in two generations (docs/dispatcher.md,
+// after Cuckoo 2's utils/dist.py and distributed/ app): the newer under /api with a `success` envelope, the older at the
 // root; both key nodes by name and tasks by id. Everything they answer is read defensively.
 import { useQuery } from '@tanstack/react-query'
 import { fetchJson, HttpError, type ConnectionId } from '../api/http'

@@ -3,7 +3,8 @@
 // defensively. The form itself is tested against a real service in Submit.test.tsx.
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_OPTIONS } from './options'
-import { applyNetwork, mergeOptions, networkChoice, parseOffer } from './network'
+import { applyNetwork, isClosed, mergeOptions, networkChoice, parseOffer } from './network'
+import { ROUTE_KINDS, routeKind } from '../../../shared/route-kinds'
 
 const offer = parseOffer({
   routed: true, default: 'none',
@@ -37,5 +38,13 @@ describe('network choice', () => {
     expect(parseOffer({ routed: true, routes: [{ name: 'a,b=c' }, { name: '' }, 3] })).toBeNull()
     const odd = parseOffer({ routed: true, default: 'gone', routes: [{ name: 'vpn0', kind: 5, description: 'via \u202Etun0' }, { name: 'vpn0' }], mitm: 'yes' })
     expect(odd).toEqual({ routes: [{ name: 'vpn0', kind: '', description: 'via [RLO]tun0' }], default: 'vpn0', mitm: { available: false, default: false } })
+  })
+})
+
+describe('closed routes', () => {
+  it('follow the route kinds table, and a kind this UI does not know by its name', () => {
+    for (const kind of ROUTE_KINDS) expect(isClosed({ name: `r-${kind}`, kind })).toBe(routeKind(kind).closed)
+    expect(isClosed({ name: 'none', kind: 'tor' })).toBe(true)
+    expect(isClosed({ name: 'tor1', kind: 'tor' })).toBe(false)
   })
 })

@@ -7,6 +7,7 @@ import type { RoutesAnswer } from '../../../shared/api/ui-schemas'
 import { fetchJson, HttpError, type ConnectionId } from '../api/http'
 import { keys } from '../api/live'
 import { splitInvisible } from '../format'
+import { isRouteKind, routeKind } from '../../../shared/route-kinds'
 import type { SubmitOptions } from './options'
 
 export type RouteOffer = RoutesAnswer['routes'][number]
@@ -59,9 +60,13 @@ export function useNetworkOffer(connection: ConnectionId): UseQueryResult<Networ
   })
 }
 
-/** Routes with no traffic leaving the guest: nothing for the proxy to decrypt. */
+/**
+ * Routes with no traffic leaving the guest: nothing for the proxy to decrypt. The kind's
+ * capabilities say (shared/route-kinds.ts); a kind this UI does not know (a newer server) is
+ * judged by its name, closed when it is named as a closed kind.
+ */
 export const isClosed = (r: Pick<RouteOffer, 'name' | 'kind'>): boolean =>
-  r.kind === 'none' || r.kind === 'drop' || r.name === 'none' || r.name === 'drop'
+  isRouteKind(r.kind) ? routeKind(r.kind).closed : isRouteKind(r.name) && routeKind(r.name).closed
 
 export interface NetworkChoice {
   route: RouteOffer

@@ -84,12 +84,24 @@ export const useQueue = create<Queue>()((set, get) => {
     }
   }
 
-  async function sendTarget(c: ConnectionId, key: number, path: string, form: FormData, withHashes: boolean): Promise<void> {
+  /** A URL or a hash to a dispatcher (its own route and answer), or to an analysis service through the shared client. */
+  async function sendTarget(c: ConnectionId, key: number, target: { kind: 'url' | 'hash'; name: string }, fields: Record<string, string>, dispatcher: boolean): Promise<void> {
     try {
-      const answer = await fetchJson<{ task_id?: number; task_ids?: number[]; errors?: string[] }>(c, path, { method: 'POST', body: form })
-      const id = answer.task_id ?? answer.task_ids?.[0]
-      if (id === undefined) return patch(key, { state: 'error', error: answer.errors?.join('; ') || 'no task was created' })
-      await finish(c, key, id, withHashes)
+      let id: number | null | undefined
+      let errors: string[] = []
+      if (dispatcher) {
+        // The dispatcher's POST /api/task (docs/dispatcher.md): not a route of the analysis API.
+        const answer = await fetchJson<{ task_id?: number }>(c, '/api/task', { method: 'POST', body: toForm({ ...fields, url: target.name }) })
+        id = answer.task_id
+      } else if (target.kind === 'url') {
+        id = (await (await clientOf(c)).createUrl(target.name, fields)).task_id
+      } else {
+        const answer = await (await clientOf(c)).submit([], [target.name], fields)
+        id = answer.task_ids[0]
+        errors = answer.errors ?? []
+      }
+      if (id === undefined || id === null) return patch(key, { state: 'error', error: errors.join('; ') || 'no task was created' })
+      await finish(c, key, id, !dispatcher && target.kind === 'hash')
     } catch (err) {
       patch(key, { state: 'error', error: (err as Error).message })
     }
@@ -117,13 +129,7 @@ export const useQueue = create<Queue>()((set, get) => {
             patch(t.key, { state: 'error', error: 'a dispatcher takes files and URLs: it keeps no samples to analyse again by hash' })
             continue
           }
-          if (dispatcher) {
-            await sendTarget(c, t.key, '/api/task', toForm({ ...toFields(options, 'url'), url: t.name }), false)
-            continue
-          }
-          const fields = toFields(options, t.kind === 'url' ? 'url' : 'submit')
-          const form = toForm(t.kind === 'url' ? { ...fields, url: t.name } : { ...fields, strings: t.name })
-          await sendTarget(c, t.key, t.kind === 'url' ? '/tasks/create/url' : '/tasks/create/submit', form, t.kind === 'hash')
+          await sendTarget(c, t.key, { kind: t.kind === 'url' ? 'url' : 'hash', name: t.name }, toFields(options, dispatcher || t.kind === 'url' ? 'url' : 'submit'), dispatcher)
         }
       })())
       // Files: a few uploads at once (more only splits the same bandwidth and delays the first task).

@@ -1,5 +1,5 @@
 // Task states as Cuckoo 2 has them, and which may follow which. This table is the rule: every
-// change of a task's status is made by TaskMoves.move (db/task-moves.ts), which refuses a move
+// change of a task's status is made by TaskMoves.move (task-moves.ts), which refuses a move
 // that is not listed here (and a test checks that no other code writes a status). The API's moves (reschedule → recovered, rereport → completed)
 // are here too, so a reader sees every way a task can go in one place.
 import type { TaskStatus } from '../../shared/api/schemas'
