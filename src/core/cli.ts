@@ -79,7 +79,7 @@ export async function main(argv: string[]): Promise<number> {
       const { formatDoctorReport, runDoctor } = await import('./doctor/doctor')
       const layout = createLayout(o.data ?? defaultDataDir())
       const report = await runDoctor({ machinesFile: layout.machinesConfig, deep: o.deep ?? false, only })
-      report.ids = await (await import('./doctor/ids-check')).checkIds(layout.suricata)
+      report.ids = await (await import('./processing/suricata/ids-check')).checkIds(layout.suricata)
       process.stdout.write(o.json ? JSON.stringify(report, null, 2) + '\n' : formatDoctorReport(report))
       exitCode = report.ok ? 0 : 1
     })

@@ -28,7 +28,7 @@ export interface DoctorReport {
   /** The routes of analyses: the rooter and each route machines.json offers. */
   routes: Finding[]
   machines: MachineReport[]
-  /** The IDS (Suricata and its rule sets, ids-check.ts): informative, never failing. */
+  /** The IDS (Suricata and its rule sets, processing/suricata/ids-check.ts): informative, never failing. */
   ids?: Finding[]
 }
 

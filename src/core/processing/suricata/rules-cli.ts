@@ -8,7 +8,7 @@ import type { RuleSet } from './rulesets'
 import { loadSuricataSettings, RuleImportError } from './settings'
 
 // Loaded when a `rules` command runs: `aviary serve` never needs the archive reader.
-const load = async () => ({ ...(await import('./rulesets')), ...(await import('../../doctor/ids-check')) })
+const load = async () => ({ ...(await import('./rulesets')), ...(await import('./ids-check')) })
 
 const DATA = ['--data <dir>', 'data directory (default: $AVIARY_DATA or the per-user data directory)'] as const
 

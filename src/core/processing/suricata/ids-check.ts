@@ -4,10 +4,10 @@
 // never fail the doctor.
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import type { Finding } from '../machinery/driver'
-import { findBinary } from '../processing/suricata'
-import { listRuleSets } from '../processing/suricata/rulesets'
-import { loadSuricataSettings, type SuricataSettings } from '../processing/suricata/settings'
+import type { Finding } from '../../machinery/driver'
+import { findBinary } from '.'
+import { listRuleSets } from './rulesets'
+import { loadSuricataSettings, type SuricataSettings } from './settings'
 
 const run = promisify(execFile)
 
