@@ -112,3 +112,13 @@ export const RUN_FIELD = 'run'
  * Aviary's analyzer adds to the guest's trust store for the run and removes afterwards.
  */
 export const TRUSTED_CA_FILE = 'aviary-ca.pem'
+
+/**
+ * Aviary's analyzer reads its end from this file next to analysis.conf, which the host stores (POST
+ * /store) whenever the analyst moves the end (Extend, Finish now): JSON `{"seq": n, "remaining_ms":
+ * m}`, the end being m ms after the analyzer sees a new seq (the host's and the guest's clocks may
+ * differ, a duration does not). Cuckoo's analyzer never reads it and keeps its own timeout.
+ */
+export const DEADLINE_FILE = 'aviary-deadline.json'
+/** The largest deadline file the analyzer reads. */
+export const DEADLINE_FILE_MAX = 256

@@ -21,6 +21,7 @@ import { startStrace } from './strace-run.js'
 import { explainStartError } from './start-error.js'
 import { windowsMonitor } from './windows-monitor.js'
 import { trustProxyCa } from './trust.js'
+import { HostDeadline } from './deadline.js'
 import { BEHAVIOR_LOG } from '../../guest-protocol/netlog.js'
 
 type Platform = 'linux' | 'windows'
@@ -213,16 +214,17 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     const program = /\s/.test(launch.file) ? `"${launch.file}"` : launch.file
     if (winMon !== null) winMon.setRoot(root, { command_line: [program, ...launch.args].join(' '), exe: launch.file })
     else monitor.start()
-    const deadline = started + conf.timeout * 1000
+    // The host may move the end (Extend, Finish now): deadline.ts.
+    const deadline = new HostDeadline(analyzerDir, started + conf.timeout * 1000)
     record.reason = 'timeout'
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline.current()) {
       await sleep(100)
       if (!conf.enforceTimeout && !rootRunning && monitor.alive().length === 0) {
         record.reason = 'tree-ended'
         break
       }
     }
-    log.info(record.reason === 'timeout' ? `timeout of ${conf.timeout}s reached` : 'the process tree has ended')
+    log.info(record.reason === 'timeout' ? `the end was reached (timeout ${conf.timeout} s, as the host set it)` : 'the process tree has ended')
     if (conf.terminateProcesses) {
       const pids = monitor.alive()
       log.info(`terminating ${pids.length} remaining process(es)`)

@@ -23,6 +23,9 @@ import { aviaryCallsRoutes } from './routes/aviary-calls.routes'
 import { aviaryRetentionRoutes } from './routes/aviary-retention.routes'
 import { isPublicUiRequest, uiStaticRoutes } from './ui-static'
 import { SessionStore, sessionRoutes } from './session'
+import websocket from '@fastify/websocket'
+import { aviaryConsoleRoutes, consoleProtocol } from './routes/aviary-console.routes'
+import { MAX_FRAME_BYTES } from '../console/console-session'
 
 export type App = FastifyInstance
 
@@ -65,6 +68,9 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   installSecurity(app, { apiToken: opts.apiToken, allowedOrigins: opts.allowedOrigins, isPublic: isPublicUiRequest, sessions })
   await app.register(swagger, openApiOptions(ctx.version))
   await app.register(formbody, { bodyLimit: 4 * 1024 * 1024 })
+  // The live console's websockets: ws refuses (closes with 1009) a frame over MAX_FRAME_BYTES
+  // before it is buffered; no compression (a small frame must not inflate into a large one).
+  await app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false, handleProtocols: consoleProtocol } })
   await app.register(createRoutes(ctx, opts.maxUploadBytes))
   await app.register(tasksRoutes(ctx))
   await app.register(resultsRoutes(ctx))
@@ -73,6 +79,7 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   await app.register(eventsRoutes(ctx))
   for (const routes of [aviaryStatsRoutes, aviaryTasksRoutes, aviaryMachinesRoutes, aviaryRoutesRoutes, aviaryCallsRoutes, aviaryRetentionRoutes]) await app.register(routes(ctx))
   await app.register(aviaryConnectionsRoutes(ctx))
+  await app.register(aviaryConsoleRoutes(ctx))
   await app.register(sessionRoutes(opts.apiToken, sessions))
   await app.register(uiStaticRoutes(opts.uiDir ?? null))
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
