@@ -63,14 +63,17 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   app.setSerializerCompiler(() => (data) => JSON.stringify(data))
 
   installErrorHandling(app, opts.maxUploadBytes)
+  // The live console's websockets. ws refuses (closes with 1009) a frame over MAX_FRAME_BYTES
+  // before it is buffered; no compression (a small frame must not inflate into a large one).
+  // Registered before the security hooks, so that its own hook marks an upgrade request first
+  // and the socket of a refused upgrade (401, 403, 409) is closed after the answer: otherwise a
+  // client could hold it open, and the service would wait for it when it stops.
+  await app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false, handleProtocols: consoleProtocol } })
   // Browser sign-ins live as long as this app: a restart signs every browser out.
   const sessions = new SessionStore()
   installSecurity(app, { apiToken: opts.apiToken, allowedOrigins: opts.allowedOrigins, isPublic: isPublicUiRequest, sessions })
   await app.register(swagger, openApiOptions(ctx.version))
   await app.register(formbody, { bodyLimit: 4 * 1024 * 1024 })
-  // The live console's websockets: ws refuses (closes with 1009) a frame over MAX_FRAME_BYTES
-  // before it is buffered; no compression (a small frame must not inflate into a large one).
-  await app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false, handleProtocols: consoleProtocol } })
   await app.register(createRoutes(ctx, opts.maxUploadBytes))
   await app.register(tasksRoutes(ctx))
   await app.register(resultsRoutes(ctx))

@@ -63,7 +63,8 @@ export const aviaryConsoleRoutes = (ctx: ApiContext): FastifyPluginAsync => asyn
   app.get('/aviary/tasks/:id/console/ws', {
     websocket: true,
     schema: { tags, summary: 'The console as a websocket carrying RFB (noVNC speaks it); 409 unless the task runs on a machine with a console', params: TaskIdParams, querystring: WsQuery },
-    preValidation: async (request) => {
+    // preHandler: after validation, so the id is a number.
+    preHandler: async (request) => {
       fromHere(request)
       const { id } = request.params as { id: number }
       accepted.set(request.raw, { entry: consoles.acceptTask(id), role: null, wantView: (request.query as { view?: string }).view === '1' })
@@ -77,7 +78,8 @@ export const aviaryConsoleRoutes = (ctx: ApiContext): FastifyPluginAsync => asyn
   app.get('/aviary/machines/:name/console/ws', {
     websocket: true,
     schema: { tags, summary: 'A machine\'s console as a websocket carrying RFB; 409 unless the machine has one open', params: MachineParams, querystring: WsQuery },
-    preValidation: async (request) => {
+    // preHandler: after validation, so the id is a number.
+    preHandler: async (request) => {
       fromHere(request)
       const { name } = request.params as { name: string }
       accepted.set(request.raw, { entry: consoles.acceptMachine(name), role: null, wantView: (request.query as { view?: string }).view === '1' })
