@@ -109,6 +109,7 @@ export class ConsoleEntry {
       }
     })
     this.sessions.add(session)
+    session.listen()
     t.events?.opened(info())
     let endpoint: VncEndpoint
     try {

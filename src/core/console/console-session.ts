@@ -50,6 +50,9 @@ export class ConsoleSession {
   private pendingClicks = 0
   private activityTimer: NodeJS.Timeout | null = null
   private resumeTimer: NodeJS.Timeout | null = null
+  /** What the client sent before the VNC server was reached. */
+  private readonly early: Buffer[] = []
+  private earlyBytes = 0
   readonly openedAt = Date.now()
   keys = 0
   clicks = 0
@@ -65,8 +68,20 @@ export class ConsoleSession {
     this.filter = new RfbClientFilter(role === 'view')
   }
 
+  /**
+   * Starts reading the client at once, before the VNC server is reached: ws does not keep the
+   * messages of a socket nobody listens to, and a hostile client must meet the bounds from its
+   * first frame. What the client sends meanwhile waits (bounded) for the connection.
+   */
+  listen(): void {
+    this.ws.on('message', (data, isBinary) => this.fromClient(data, isBinary))
+    this.ws.on('close', () => this.close(CloseCodes.ended, 'the client left'))
+    this.ws.on('error', (err) => this.close(CloseCodes.violation, `websocket: ${err.message}`))
+  }
+
   /** Connects to the VNC server and starts carrying bytes; the websocket is already open. */
   start(endpoint: VncEndpoint): void {
+    if (this.closed) return
     const vnc = 'path' in endpoint ? net.connect(endpoint.path) : net.connect(endpoint.port, endpoint.host)
     this.vnc = vnc
     vnc.setNoDelay(true)
@@ -78,9 +93,7 @@ export class ConsoleSession {
       clearTimeout(connectTimer)
       this.close(CloseCodes.vnc, "the machine's VNC server closed the connection")
     })
-    this.ws.on('message', (data, isBinary) => this.fromClient(data, isBinary))
-    this.ws.on('close', () => this.close(CloseCodes.ended, 'the client left'))
-    this.ws.on('error', (err) => this.close(CloseCodes.violation, `websocket: ${err.message}`))
+    for (const part of this.early.splice(0)) vnc.write(part)
   }
 
   private fromClient(data: unknown, isBinary: boolean): void {
@@ -101,8 +114,14 @@ export class ConsoleSession {
       throw err
     }
     this.dropped += r.dropped
-    for (const part of r.forward) this.vnc?.write(part)
-    if ((this.vnc?.writableLength ?? 0) > MAX_UNREAD_BYTES) return this.close(CloseCodes.flood, "the machine's VNC server does not read what the client sends")
+    if (this.vnc === null) {
+      this.early.push(...r.forward)
+      this.earlyBytes += r.forward.reduce((a, b) => a + b.length, 0)
+      if (this.earlyBytes > MAX_UNREAD_BYTES) return this.close(CloseCodes.flood, 'the client sent too much before the machine\'s VNC server answered')
+    } else {
+      for (const part of r.forward) this.vnc.write(part)
+      if (this.vnc.writableLength > MAX_UNREAD_BYTES) return this.close(CloseCodes.flood, "the machine's VNC server does not read what the client sends")
+    }
     if (r.keys + r.clicks > 0) this.noteInput(r.keys, r.clicks)
   }
 
