@@ -37,6 +37,24 @@ export default tseslint.config(
     }
   },
   {
+    // The drivers run machines and never build them: the builder (src/core/builder) drives them
+    // (ARCHITECTURE.md, "Machines"). The core's own rules, plus that one.
+    files: ['src/core/machinery/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: uiOnly.filter((p) => !p.includes('*')).map((name) => ({ name, message: 'src/core runs without a window.' })),
+          patterns: [
+            { group: uiOnly.filter((p) => p.includes('*')), message: 'No Electron or React in core/shared.' },
+            { group: uiFolders, message: 'Dependencies point down: core/shared never import the UI layers.' },
+            { group: ['**/builder/**', '**/builder'], message: 'The machinery drivers never build machines: the builder uses them, not the other way round.' }
+          ]
+        }
+      ]
+    }
+  },
+  {
     files: ['src/shared/**/*.ts'],
     rules: {
       'no-restricted-imports': [

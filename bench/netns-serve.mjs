@@ -62,8 +62,10 @@ export const settled = (status) => runEnded(status) && status !== 'completed'
 
 /**
  * Waits for task `id`'s run to end and reads its timeline: `wall` is the run from machine_locked to
- * completed, `analysis` the analyzer's own part (analyzer_started to finished), both in
- * milliseconds. Throws after `timeoutMs` rather than waiting for ever.
+ * completed, `analysis` the analyzer's own part (analyzer_started to finished), `start` the host's
+ * part before it (machine_locked to analyzer_started) and `end` the one after (finished to
+ * completed: capture stopped, guest ended, machine stopped), all in milliseconds. Throws after
+ * `timeoutMs` rather than waiting for ever.
  */
 export async function waitForRun(url, id, pollMs = 250, timeoutMs = 600_000) {
   const deadline = Date.now() + timeoutMs
@@ -72,7 +74,10 @@ export async function waitForRun(url, id, pollMs = 250, timeoutMs = 600_000) {
     if (runEnded(task.status)) {
       const { timeline } = await (await fetch(`${url}/tasks/timeline/${id}`)).json()
       const at = (stage) => timeline.find((e) => e.stage === stage)?.time
-      return { id, status: task.status, wall: at('completed') - at('machine_locked'), analysis: at('finished') - at('analyzer_started') }
+      return {
+        id, status: task.status, wall: at('completed') - at('machine_locked'), analysis: at('finished') - at('analyzer_started'),
+        start: at('analyzer_started') - at('machine_locked'), end: at('completed') - at('finished')
+      }
     }
     if (Date.now() > deadline) throw new Error(`task ${id} still ${task.status} after ${timeoutMs / 1000} s`)
     await new Promise((r) => setTimeout(r, pollMs))

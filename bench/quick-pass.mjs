@@ -39,7 +39,10 @@ const TIMEOUT_S = {
   'ui-compare': 300,
   'ui-tasks': 300,
   // a PostgreSQL cluster is made (initdb)
-  dist: 180
+  dist: 180,
+  // a Debian machine under TCG: boot, snapshot, deep doctor, a task; and the image built first
+  // when out/linux-guest/ has none (the tests build it there)
+  machines: 900
 }
 /** After SIGTERM, how long a bench has to clean up before SIGKILL (its cleanup is bounded at 60 s). */
 const GRACE_S = 70

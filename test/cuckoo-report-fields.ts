@@ -47,7 +47,9 @@ export const CONSUMER_FIELDS: Record<Consumer, { file: string[]; url: string[]; 
     url: ['target.url:string'],
     any: [
       'signatures:array', 'signatures[].description:string', 'network:object', 'network.domains?:array', 'network.domains?[].ip',
-      'network.domains?[].domain', 'network.http?:array', 'network.http?[].uri', 'info.score?:number'
+      'network.domains?[].domain', 'network.http?:array', 'network.http?[].uri', 'info.score?:number',
+      // Its Suricata branch for Cuckoo 2's keys (dst_port present): (signature, dst_ip, dst_port, severity) of each alert.
+      'suricata?.alerts?[].signature', 'suricata?.alerts?[].dst_ip', 'suricata?.alerts?[].dst_port', 'suricata?.alerts?[].severity'
     ]
   },
   FAME: {

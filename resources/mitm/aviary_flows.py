@@ -1,6 +1,6 @@
 # A mitmproxy addon of Aviary's: writes every HTTP(S) exchange the proxy saw for one task, and
-# every TLS handshake the guest refused (a sample that pins its certificates), as JSON lines to
-# the file named by AVIARY_FLOWS. The host turns them into the report's network.https_ex
+# every TLS handshake that failed, with the guest (a sample that pins its certificates) or with
+# the upstream, as JSON lines to the file named by AVIARY_FLOWS. The host turns them into the report's network.https_ex
 # (src/core/processing/network/mitm-flows.ts). Bodies are kept up to AVIARY_FLOWS_BODY bytes each.
 import base64
 import json
@@ -63,12 +63,26 @@ def error(flow: http.HTTPFlow):
     _flow(flow, str(flow.error) if flow.error else "error")
 
 
-def tls_failed_client(data: tls.TlsData):
+def _tls_failed(side, data: tls.TlsData):
+    # conn.error is mitmproxy's text: for the guest's side it wraps OpenSSL's reason in a sentence
+    # of its own ("The client may not trust ... (OpenSSL Error([... 'tlsv1 alert decrypt error')]))");
+    # the host reads the TLS alert or the error out of it (mitm-flows.ts).
+    ctx = data.context
     _write({
         "type": "tls_failed",
+        "side": side,
         "time": time.time(),
-        "client": _peer(data.context.client.peername),
-        "server": _peer(data.context.server.address),
-        "sni": data.context.client.sni,
-        "error": str(data.conn.error) if data.conn.error else "the client refused the handshake",
+        "client": _peer(ctx.client.peername),
+        "server": _peer(ctx.server.address),
+        # The name the guest asked for; the name sent upstream (reverse mode: the upstream's) otherwise.
+        "sni": ctx.client.sni or ctx.server.sni,
+        "error": str(data.conn.error) if data.conn.error else "",
     })
+
+
+def tls_failed_client(data: tls.TlsData):
+    _tls_failed("guest", data)
+
+
+def tls_failed_server(data: tls.TlsData):
+    _tls_failed("upstream", data)

@@ -1,6 +1,7 @@
 // The `aviary` command: `serve` runs the headless analysis service, `submit` sends samples and
 // URLs to it (or to any Cuckoo-compatible instance) the way `cuckoo submit` did, `agent` runs the
 // guest agent, `doctor` checks the machines, `machines import` moves a Cuckoo setup over,
+// `machines create linux` makes Debian machines and `setup` does what they need root for,
 // `machines create windows` installs a Windows machine from the user's ISO, and
 // `retention` lists, previews and runs the rules that delete old analyses.
 import { existsSync, writeFileSync } from 'node:fs'
@@ -10,7 +11,9 @@ import type { AviaryService } from './service'
 import { createLayout } from './storage/layout'
 import { DEFAULT_HOST, DEFAULT_PORT, VERSION, defaultDataDir, parseSize } from './config'
 import { retentionCommand } from './retention/retention-cli'
+import { rulesCommand } from './processing/suricata/rules-cli'
 import { registerCreateWindows } from './builder/windows/windows-cli'
+import { registerCreateLinux, registerSetup } from './builder/linux-cli'
 
 // Each command loads what it runs when it runs (the bundle splits there): the service does not
 // carry the guest agent, the doctor or the Cuckoo importer, and `aviary submit` not the service.
@@ -74,7 +77,9 @@ export async function main(argv: string[]): Promise<number> {
     .option('--json', 'print the findings as JSON')
     .action(async (only: string[], o: { data?: string; deep?: boolean; json?: boolean }) => {
       const { formatDoctorReport, runDoctor } = await import('./doctor/doctor')
-      const report = await runDoctor({ machinesFile: createLayout(o.data ?? defaultDataDir()).machinesConfig, deep: o.deep ?? false, only })
+      const layout = createLayout(o.data ?? defaultDataDir())
+      const report = await runDoctor({ machinesFile: layout.machinesConfig, deep: o.deep ?? false, only })
+      report.ids = await (await import('./doctor/ids-check')).checkIds(layout.suricata)
       process.stdout.write(o.json ? JSON.stringify(report, null, 2) + '\n' : formatDoctorReport(report))
       exitCode = report.ok ? 0 : 1
     })
@@ -93,6 +98,8 @@ export async function main(argv: string[]): Promise<number> {
     })
   const create = machines.command('create').description('make an analysis machine and add it to machines.json')
   registerCreateWindows(create, (code) => { exitCode = code })
+  registerCreateLinux(create, (code) => { exitCode = code })
+  registerSetup(program, (code) => { exitCode = code })
 
   program
     .command('submit')
@@ -121,6 +128,7 @@ export async function main(argv: string[]): Promise<number> {
     })
 
   retentionCommand(program, (code) => { exitCode = code })
+  rulesCommand(program, (code) => { exitCode = code })
 
   try {
     await program.parseAsync(argv, { from: 'user' })

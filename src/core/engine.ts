@@ -7,6 +7,7 @@ import { existsSync, unwatchFile, watchFile } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { rooter, rooterOwner } from './network/rooter-client'
+import { endLeftoverProxies } from './network/mitm'
 import type { RoutingSettings } from './network/routing-config'
 import type { Db } from './db/database'
 import type { StorageLayout } from './storage/layout'
@@ -27,6 +28,7 @@ import { Scheduler } from './scheduler/scheduler'
 import { recoverAfterRestart } from './scheduler/recovery'
 import { Processor } from './processing/processor'
 import type { FileTypeDetector } from './hashing/magic'
+import type { FileHashing } from './hashing/file-digest'
 import { FleetService } from './fleet/fleet.service'
 import { MachineLocks } from './db/machine-locks'
 import { TaskScores } from './db/task-search'
@@ -56,6 +58,8 @@ export interface EngineOptions {
   configPollMs?: number
   /** file(1) for processing (the service's detector). */
   detectType: FileTypeDetector
+  /** The service's hashing workers, for processing. */
+  hashing?: FileHashing
   aviaryVersion: string
   /** The live consoles the API serves (shared with it); default: the engine's own. */
   consoles?: ConsoleHub
@@ -104,6 +108,8 @@ export class Engine {
     const recovered = recoverAfterRestart({ queue, machines: o.machines, guests, timeline: o.timeline })
     if (recovered.requeued.length) o.log.warn(`tasks queued again after an unclean stop: ${recovered.requeued.join(', ')}`)
     if (recovered.failed.length) o.log.error(`tasks failed after unclean stops: ${recovered.failed.join(', ')}`)
+    // Decrypting proxies a killed service left running go before any run starts one.
+    for (const line of endLeftoverProxies(o.layout.mitmConf)) o.log.warn(line)
     const settings = () => this.settings!
     // What a crashed run of this service left in the rooter's table goes before any run turns a
     // route on; other services' grants stay (they are not this service's to clear).
@@ -137,8 +143,8 @@ export class Engine {
     const yaraDir = o.layout.yaraRules
     const processor = new Processor({
       layout: o.layout, queue, tasks: o.tasks, samples: o.samples, timeline: o.timeline, bus: o.bus,
-      detectType: o.detectType, aviaryVersion: o.aviaryVersion, log: o.log, scores: new TaskScores(o.db), searchIndex: new SearchIndex(o.db),
-      yaraRules: () => (existsSync(yaraDir) ? yaraDir : null)
+      detectType: o.detectType, ...(o.hashing ? { hashing: o.hashing } : {}), aviaryVersion: o.aviaryVersion, log: o.log, scores: new TaskScores(o.db), searchIndex: new SearchIndex(o.db),
+      yaraRules: () => (existsSync(yaraDir) ? yaraDir : null), suricataDir: o.layout.suricata
     })
     // Reports written before the search index are indexed in the background (search/backfill.ts).
     const backfill = new SearchBackfill({ db: o.db, layout: o.layout, log: o.log })

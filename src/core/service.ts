@@ -179,6 +179,7 @@ export class AviaryService {
           retention,
           consoles: new ConsoleService({ hub: consoleHub, runs: runControls, tasks, guests: new GuestsRepository(db), machines, layout, recordCap: consoleRecordCap }),
           consoleRemote: this.opts.consoleRemote ?? false,
+          idsDir: layout.suricata,
           routing: () => (engine ? engine.routing() : staticRouting),
           requestExit: () => (this.opts.onExitRequest ?? (() => void this.stop()))()
         },
@@ -193,7 +194,7 @@ export class AviaryService {
       )
       if (this.opts.engine ?? true) {
         engine = new Engine({
-          db, layout, tasks, machines, samples, timeline, bus, detectType, aviaryVersion: VERSION,
+          db, layout, tasks, machines, samples, timeline, bus, detectType, hashing: pool, aviaryVersion: VERSION,
           log: { info: (m) => app.log.info(m), warn: (m) => app.log.warn(m), error: (m) => app.log.error(m) },
           maxMachines: this.opts.maxMachines,
           analyzerDir: this.opts.analyzerDir,

@@ -109,16 +109,21 @@ export const RUN_FIELD = 'run'
 
 /**
  * Next to analysis.conf when the task's TLS is decrypted: the proxy's CA certificate (PEM), which
- * Aviary's analyzer adds to the guest's trust store for the run and removes afterwards.
+ * Aviary's analyzer adds to the guest's trust store for the run and removes afterwards, and its
+ * OpenSSL subject hash (8 hex digits, the name OpenSSL looks it up by in a CA folder: computed on
+ * the host, since a guest may have no openssl). Plain names: the sample can list the analyzer's
+ * folder, and nothing it sees may name Aviary.
  */
-export const TRUSTED_CA_FILE = 'aviary-ca.pem'
+export const TRUSTED_CA_FILE = 'ca.crt'
+export const TRUSTED_CA_HASH_FILE = 'ca.hash'
 
 /**
  * Aviary's analyzer reads its end from this file next to analysis.conf, which the host stores (POST
  * /store) whenever the analyst moves the end (Extend, Finish now): JSON `{"seq": n, "remaining_ms":
  * m}`, the end being m ms after the analyzer sees a new seq (the host's and the guest's clocks may
- * differ, a duration does not). Cuckoo's analyzer never reads it and keeps its own timeout.
+ * differ, a duration does not). A plain name, like the CA's. Cuckoo's analyzer never reads it and
+ * keeps its own timeout.
  */
-export const DEADLINE_FILE = 'aviary-deadline.json'
+export const DEADLINE_FILE = 'deadline.json'
 /** The largest deadline file the analyzer reads. */
 export const DEADLINE_FILE_MAX = 256

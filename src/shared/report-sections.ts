@@ -43,6 +43,7 @@ export const REPORT_SECTIONS = [
   { key: 'signatures', title: 'Signatures', phase: 3, summary: 'keep', tab: 'signatures', html: true },
   { key: 'behavior', title: 'Behavior', phase: 1, summary: { drop: ['processes', 'generic', 'apistats'] }, tab: 'behavior', html: true },
   { key: 'network', title: 'Network', phase: 2, summary: 'keep', tab: 'network', html: true },
+  { key: 'suricata', title: 'IDS alerts (Suricata)', phase: 2, summary: 'keep', tab: 'network', html: true },
   { key: 'dropped', title: 'Dropped files', phase: 1, summary: 'keep', tab: 'dropped', html: true },
   { key: 'buffer', title: 'Buffers', phase: 1, summary: 'keep', tab: 'dropped', html: true },
   { key: 'extracted', title: 'Extracted', phase: 2, summary: 'keep', tab: 'dropped', html: false },

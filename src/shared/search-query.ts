@@ -7,6 +7,8 @@
 //   ip:1.2.3.4                an address contacted or resolved (IPv4 or IPv6, exact)
 //   url:evil.com/gate.php     a URL requested (scheme optional; with or without its query)
 //   sig:antivm                a signature name, or its start at '_' (antivm finds antivm_disk)
+//   alert:2019401             an IDS alert of the run (report.suricata): its sid, or its signature
+//   alert:"ET TROJAN"         text or the text's start at a word (any case)
 //   hash:d41d8cd9             the sample's or a dropped file's md5/sha1/sha256 (sample: sha512 too),
 //                             whole or its first 6 or more hex digits
 //   name:invoice              part of the file name or URL submitted (any case)
@@ -17,7 +19,7 @@
 // Terms separated by blanks must all match. Kinds are any case; an unknown `word:` is plain text
 // (so `http://...` is a URL, not a kind).
 
-export const SEARCH_KINDS = ['domain', 'ip', 'url', 'sig', 'hash', 'name', 'tag', 'machine', 'id'] as const
+export const SEARCH_KINDS = ['domain', 'ip', 'url', 'sig', 'alert', 'hash', 'name', 'tag', 'machine', 'id'] as const
 export type SearchKind = (typeof SEARCH_KINDS)[number]
 /** The kinds processing writes into the index from a report (the others are columns of tasks). */
 export const INDEXED_KINDS = ['domain', 'ip', 'url', 'sig', 'hash'] as const
@@ -29,6 +31,7 @@ export const SEARCH_KIND_HELP: Record<SearchKind, string> = {
   ip: 'an IP address contacted or resolved (exact)',
   url: 'a URL requested or submitted; scheme optional, with or without its query',
   sig: "a signature's name or family, or its start up to a '_'",
+  alert: "an IDS alert: its sid, or its signature's text or the text's start at a word, any case",
   hash: "the md5, sha1 or sha256 (sample: sha512 too) of the sample or of a dropped file, or its first 6+ hex digits",
   name: 'part of the file name or URL submitted, any case',
   tag: 'a tag of the task, any case',
@@ -196,6 +199,32 @@ export function sigAndParents(name: string): string[] {
   return out
 }
 
+/**
+ * IDS alerts are kept in the index as `sig` terms of their own namespace, `alert:<sid>` and
+ * `alert:<text>` (the signature's text, lower case, blanks folded, and its starts at each word),
+ * so that `alert:` needs no index of its own and never meets a signature's name.
+ */
+export const ALERT_TERM_PREFIX = 'alert:'
+
+/** An alert's sid or signature text as its index term; null for what cannot be one. */
+export function normalizeAlert(s: string): string | null {
+  const t = fold(s).replace(/\s+/g, ' ').trim()
+  return t === '' || t.length > 200 || C0.test(t) ? null : `${ALERT_TERM_PREFIX}${t}`
+}
+
+/** An alert's terms: its sid, its signature's text and the text's starts at each word (at most 12). */
+export function alertTerms(sid: number | null, signature: string): string[] {
+  const out: string[] = []
+  if (sid !== null && Number.isSafeInteger(sid) && sid > 0) out.push(`${ALERT_TERM_PREFIX}${sid}`)
+  const full = normalizeAlert(signature)
+  if (full === null) return out
+  const text = full.slice(ALERT_TERM_PREFIX.length)
+  let starts = 0
+  for (let at = text.indexOf(' '); at > 0 && starts < 12; at = text.indexOf(' ', at + 1), starts++) out.push(`${ALERT_TERM_PREFIX}${text.slice(0, at)}`)
+  out.push(full)
+  return out
+}
+
 /** A whole md5, sha1, sha256 or sha512 in lower case; else null. */
 export function normalizeHash(s: string): string | null {
   const t = s.trim().toLowerCase()
@@ -238,6 +267,8 @@ export function termProblem(t: SearchTerm): string | null {
       return normalizeIp(v) !== null ? null : `ip: wants an IPv4 or IPv6 address ${got}`
     case 'sig':
       return normalizeSig(v) !== null ? null : `sig: wants a signature name of at most 200 characters ${got}`
+    case 'alert':
+      return normalizeAlert(v) !== null ? null : `alert: wants a sid or an alert's text of at most 200 characters ${got}`
     default:
       return null
   }

@@ -181,7 +181,7 @@ except Exception as e:
     expect(secret).toMatchObject({ status: 200 })
     expect(secret!.response_body).toBe('secret payload over tls\n')
     expect(secret!.request_headers.some(([k, v]) => k.toLowerCase() === 'host' && v === 'upstream.example')).toBe(true)
-    expect(r.network.mitm.some((l) => /TLS handshake refused by the guest .* for upstream\.example/.test(l))).toBe(true)
+    expect(r.network.mitm.some((l) => /^the guest \(.*\) refused the proxy's certificate for upstream\.example \(TLS alert: unknown ca\)/.test(l))).toBe(true)
     const flows = await fetch(`${s.url}/aviary/tasks/${id}/flows`)
     expect(flows.status).toBe(200)
     expect((await flows.arrayBuffer()).byteLength).toBeGreaterThan(100)

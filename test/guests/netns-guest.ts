@@ -10,7 +10,7 @@
 // (a second address on the host side). Needs root (ip netns, mount). Indexes in use, so parallel
 // test files never share a subnet: 1-2 engine e2e, 3 doctor, 4-7 bench/engine-overhead, 8 UI e2e,
 // 9 dispatcher real analysis, 11-13 this fixture's tests, 14-15 capture tests, 16 network
-// processing, 19 bench/capture, 21-24 recovery of physical guests, 25 the benign corpus, 26 its
+// processing, 17 the IDS step (processing/suricata), 19 bench/capture, 21-24 recovery of physical guests, 25 the benign corpus, 26 its
 // Windows runs (Wine), 30-45 hostile agents, 50-53 bench/hostile-agent, 54-55 the Windows
 // builder's Wine guests, 59 route fallback (e2e/route-fallback.test.ts).
 import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process'

@@ -195,7 +195,7 @@ export async function createRoutedLab(o: { index: number; guests: number; ipv6?:
       const tmp = path.join(gdir, 'tmp')
       mkdirSync(tmp, { recursive: true })
       chmodSync(tmp, 0o1777)
-      // The guest's own trust store: the analyzer's update-ca-certificates changes only these.
+      // The guest's own trust store: the analyzer's changes to it (the proxy's CA) stay in this copy.
       const ssl = path.join(gdir, 'etc-ssl')
       const local = path.join(gdir, 'local-ca')
       cpSync('/etc/ssl', ssl, { recursive: true, verbatimSymlinks: true })

@@ -215,6 +215,8 @@ describe('accessibility (axe-core)', () => {
       await check(`${theme} compare`)
       await open('/retention', (p) => p.locator('main h1').first().waitFor())
       await check(`${theme} retention`)
+      await open('/ids-rules', (p) => p.getByRole('table', { name: 'IDS rule sets' }).getByText('aviary', { exact: true }).waitFor({ timeout: 15_000 }))
+      await check(`${theme} IDS rules`)
       // A dispatcher in use: the pages that do not apply, disabled with the reason.
       await page.getByRole('combobox', { name: 'Server' }).selectOption({ label: 'team dispatcher' })
       await open('/tasks', (p) => p.getByTestId('not-for-dispatcher').waitFor())

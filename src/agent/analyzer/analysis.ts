@@ -172,8 +172,10 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
   const winMon = platform === 'windows' ? windowsMonitor(analyzerDir) : null
   const monitors = [winMon?.kind ?? 'proc', 'files', ...(strace !== null ? ['strace'] : [])]
   const [file, args] = trace !== null ? [trace.file, [...trace.args, '--', launch.file, ...launch.args]] : [launch.file, launch.args]
-  const untrust = trustProxyCa(analyzerDir, conf.run, log)
-  // Also when the analysis fails on the way: the CA never outlives the run.
+  const untrust = trustProxyCa(analyzerDir, log)
+  // Trusted before the analysis clock starts (`started`) and undone after it stops (`ended`): it
+  // takes milliseconds and counts against no timeout. Also undone when the analysis fails on the
+  // way: the CA never outlives the run.
   if (untrust !== null) process.once('exit', untrust)
   if (winMon !== null) {
     winMon.start()

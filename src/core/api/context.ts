@@ -38,6 +38,8 @@ export interface ApiContext {
   readonly fleet: Fleet | null
   /** Retention rules, their dry run and runs (/aviary/retention). */
   retention: RetentionService
+  /** <data>/suricata: the IDS's settings and imported rule sets (/aviary/ids/rules); absent: no such routes. */
+  idsDir?: string
   /** The routes of machines.json now; null: this host routes nothing. */
   routing(): RoutingSettings | null
   /** Live consoles of running machines, Extend and Finish now, console recordings. */

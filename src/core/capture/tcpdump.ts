@@ -2,11 +2,11 @@
 // Cuckoo's sniffer command line and BPF filter (reference §5.7) so that the pcap holds what the
 // sample did and not the host's own talk with the guest (agent on port 8000, result server uploads).
 // tcpdump itself does the capturing; this module starts it, proves it is listening before the VM
-// runs, and stops it so the pcap is complete, turning tcpdump's complaints into errors. The doctor
-// uses checkCapture() to say why capture cannot work and how to fix it.
+// runs, and stops it once the pcap is complete, turning tcpdump's complaints into errors. The
+// doctor uses checkCapture() to say why capture cannot work and how to fix it.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { accessSync, constants, existsSync, statSync } from 'node:fs'
-import { userInfo } from 'node:os'
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs'
+import { constants as osConstants, userInfo } from 'node:os'
 import path from 'node:path'
 
 export interface CaptureOptions {
@@ -41,6 +41,17 @@ export interface CaptureStats {
   captured?: number
   receivedByFilter?: number
   droppedByKernel?: number
+  /** How stop() knew the pcap was complete: tcpdump's counts, or (they could not be had) the blind wait. */
+  waited?: 'counts' | 'blind'
+  /** Packets counted before tcpdump's filter was set (libpcap judges them itself, and leaves out those the filter would). */
+  beforeFilter?: number
+  /** Milliseconds from stop() until tcpdump was asked to end. */
+  waitedMs?: number
+  /**
+   * Packets the kernel's filter took before the stop that tcpdump had still not written when the
+   * wait gave up (only with `waited: 'counts'`): they are not in the pcap.
+   */
+  unwritten?: number
 }
 
 export interface Capture {
@@ -66,10 +77,28 @@ const FLUSH_DELAY_MS = 1_200
 /** After the delay, the pcap must stop growing for this long (tcpdump may still be writing a block). */
 const SETTLE_MS = 150
 const SETTLE_LIMIT_MS = 3_000
+/**
+ * A packet the guest sent just before stop() may still be on its way through the host's network
+ * stack to the capture: what the filter has taken this long after stop() is what must be written.
+ */
+const IN_FLIGHT_MS = 100
+/** How often the counts are asked for while the last packets wait in an open block. */
+const POLL_MS = 50
+/** How long tcpdump may take to print its counts after SIGUSR1 before they are no longer asked for. */
+const STATS_ANSWER_MS = 1_000
+/** Past this, stop waiting for the counts to catch up (e.g. libpcap filtering in user space): the blind wait's own bound. */
+const COMPLETE_LIMIT_MS = FLUSH_DELAY_MS + SETTLE_LIMIT_MS
+/**
+ * The kernel hands a block over one to two of libpcap's 1 s timeouts after opening it: this long
+ * after the stop, every block holding a packet from before it has reached tcpdump.
+ */
+const BLOCK_HANDOVER_MS = 2_200
 /** stderr lines tcpdump prints in a normal run (Cuckoo's sniffer accepts exactly these kinds). */
 const BENIGN_STDERR = [
   /^tcpdump: listening on /,
   /^\d+ packets? (captured|received by filter|dropped by (kernel|interface))$/,
+  // its counts on SIGUSR1 (see complete())
+  /^tcpdump: \d+ packets? captured, \d+ packets? received by filter, \d+ packets? dropped by kernel(, \d+ packets? dropped by interface)?$/,
   /dropped privs/,
   /^tcpdump: data link type /,
   /^$/
@@ -93,9 +122,10 @@ export function captureFilter(o: CaptureOptions): string {
 /**
  * tcpdump's arguments: Cuckoo's `-U -q -s 0 -n -i IFACE -Z USER -w FILE FILTER` plus
  * `-B` (see bufferKiB). Not `--immediate-mode` (the QEMU note suggests it): in block mode libpcap
- * hands packets over when a block fills or after its 1 s block timeout, so stop() waits
- * FLUSH_DELAY_MS first and nothing sent before stop() is lost — measured; without that wait 890 of
- * 20,000 datagrams sent just before SIGTERM were missing.
+ * hands packets over when a block fills or after its 1 s block timeout, so stop() first waits
+ * until tcpdump has written every packet the kernel took (complete()), and nothing sent before
+ * stop() is lost — measured; with no wait at all 890 of 20,000 datagrams sent just before SIGTERM
+ * were missing.
  * `-Z` matters when running as root: Debian's tcpdump otherwise drops to the `tcpdump` user before
  * opening the file and cannot write into the analysis folder.
  */
@@ -115,10 +145,21 @@ function dropPrivsTo(): string[] {
 
 export async function startCapture(o: CaptureOptions): Promise<Capture> {
   const proc = await spawnListening(o.tcpdump, captureArgs(o), `capture on ${o.iface}`, true)
+  // libpcap makes the ring before it sets the filter: what came in meanwhile is counted as received
+  // by filter, then judged by libpcap itself, which leaves out what the filter would have (measured:
+  // 66-436 packets of a ping flood the filter excluded, counted and never written). Counted now,
+  // so that stop() knows how many received packets may never be written.
+  const early = proc.child.pid !== undefined && catches(proc.child.pid, osConstants.signals.SIGUSR1)
+    ? await askCounts(proc.child, proc.output)
+    : null
+  const unjudged = early === null ? 0 : Math.max(0, early.received - early.captured - early.dropped)
   let stats: CaptureStats | undefined
   let stopping: Promise<void> | undefined
   const stop = async (): Promise<void> => {
-    await flushed(o.file, proc.output)
+    const t0 = Date.now()
+    const counted = await complete(proc.child, proc.output, unjudged)
+    if (counted === null) await flushed(o.file, proc.output)
+    const waitedMs = Date.now() - t0
     const { code, signal, stderr, stdout, exitedBefore } = await terminate(proc.child, proc.output)
     const odd = stderr.split('\n').map((l) => l.trim()).filter((l) => !BENIGN_STDERR.some((re) => re.test(l)))
     if (exitedBefore) {
@@ -128,7 +169,10 @@ export async function startCapture(o: CaptureOptions): Promise<Capture> {
     if (odd.length > 0 || stdout.trim()) {
       throw new CaptureError(`tcpdump on ${o.iface} reported: ${tail([...odd, stdout.trim()].filter(Boolean).join('\n'))}`)
     }
-    stats = parseStats(stderr)
+    stats = {
+      ...parseStats(stderr), waited: counted === null ? 'blind' : 'counts', waitedMs,
+      ...(counted ? { unwritten: counted.unwritten, beforeFilter: unjudged } : {})
+    }
   }
   return {
     running: () => proc.output.exit === undefined,
@@ -206,7 +250,8 @@ function spawnListening(bin: string, args: string[], what: string, dieWithUs = f
     child.stdout?.on('data', (b: Buffer) => { output.stdout += b.toString() })
     child.stderr?.on('data', (b: Buffer) => {
       output.stderr += b.toString()
-      if (!settled && /listening on /.test(output.stderr)) {
+      // The whole line: tcpdump writes it in pieces, and a count line it prints on SIGUSR1 must not land inside it.
+      if (!settled && /listening on [^\n]*\n/.test(output.stderr)) {
         settled = true
         clearTimeout(timer)
         resolve({ child, output })
@@ -217,6 +262,93 @@ function spawnListening(bin: string, args: string[], what: string, dieWithUs = f
       output.exit = { code, signal }
       fail(`tcpdump exited (${signal ?? code}): ${tail(output.stderr + output.stdout) || 'no output'}`)
     })
+  })
+}
+
+interface Counts {
+  captured: number
+  received: number
+  dropped: number
+}
+
+const COUNTS_LINE = /^tcpdump: (\d+) packets? captured, (\d+) packets? received by filter, (\d+) packets? dropped by kernel/gm
+
+/** True when the process catches `signal` (SigCgt in /proc): sent to a program that does not, it would end it. */
+function catches(pid: number, signal: number): boolean {
+  try {
+    const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return m !== null && ((BigInt(`0x${m[1]}`) >> BigInt(signal - 1)) & 1n) === 1n
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Waits until the pcap holds every packet the guest sent before now, knowing it rather than
+ * waiting blindly: tcpdump prints its counts on SIGUSR1 (and goes on capturing), where "received
+ * by filter" counts every packet the kernel's filter took, handed over or not, and "captured" every
+ * one tcpdump has written (with -U, flushed); blocks are handed over in order. The target is what
+ * the filter had received IN_FLIGHT_MS after stop(); the capture is complete once captured +
+ * dropped reaches it. Packets in the open block wait there until it fills or its 1 s timeout, and
+ * are waited for; packets that come later (a guest still talking) are not, so a chatty guest does
+ * not hold the stop. A guest that sent nothing in its last second stops in ~IN_FLIGHT_MS instead
+ * of 1.2–1.5 s. When packets came in before the filter was set (`unjudged`, a few captures in a
+ * hundred), those libpcap leaves out are never written: the count can then only be trusted once
+ * every block from before the stop has been handed over (BLOCK_HANDOVER_MS). Resolves with how many of the target were not written when it gave up (0 when
+ * complete), or null when the counts cannot be had (a tcpdump that does not catch SIGUSR1, no
+ * answer): the caller then waits blindly.
+ */
+async function complete(child: ChildProcess, output: Output, unjudged: number): Promise<{ unwritten: number } | null> {
+  const pid = child.pid
+  if (pid === undefined || output.exit !== undefined || !catches(pid, osConstants.signals.SIGUSR1)) return null
+  const deadline = Date.now() + COMPLETE_LIMIT_MS
+  const pause = (ms: number): Promise<boolean> => Promise.race([output.closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
+  const exited = { unwritten: 0 } // tcpdump exited: it wrote what it had, and its exit is dealt with by stop()
+  // Asked once at stop() (so that SIGUSR1 is known to be answered) and once IN_FLIGHT_MS later.
+  if ((await askCounts(child, output)) === null) return output.exit !== undefined ? exited : null
+  if (await pause(IN_FLIGHT_MS)) return exited
+  let counts = await askCounts(child, output)
+  if (counts === null) return output.exit !== undefined ? exited : null
+  const target = counts.received
+  const t0 = Date.now()
+  while (counts.captured + counts.dropped < target) {
+    const written = counts.captured + counts.dropped
+    // Every block from before the stop has been handed over: what is missing, up to the packets
+    // taken before the filter was set, was left out by libpcap (see startCapture).
+    if (Date.now() - t0 >= BLOCK_HANDOVER_MS && written >= target - unjudged) return { unwritten: 0 }
+    // Never caught up (tcpdump starved of CPU, a block the kernel did not hand over): waited as
+    // long as the blind wait would, and says how many are missing.
+    if (Date.now() >= deadline) return { unwritten: Math.max(0, target - unjudged - written) }
+    if (await pause(POLL_MS)) return exited
+    counts = await askCounts(child, output)
+    if (counts === null) return output.exit !== undefined ? exited : null
+  }
+  return { unwritten: 0 }
+}
+
+/** Sends SIGUSR1 and resolves with the counts tcpdump prints for it (null: no answer, or it exited). */
+function askCounts(child: ChildProcess, output: Output): Promise<Counts | null> {
+  const before = [...output.stderr.matchAll(COUNTS_LINE)].length
+  return new Promise((resolve) => {
+    const done = (c: Counts | null): void => {
+      clearTimeout(timer)
+      child.stderr?.off('data', check)
+      resolve(c)
+    }
+    const check = (): void => {
+      const lines = [...output.stderr.matchAll(COUNTS_LINE)]
+      const m = lines.length > before ? lines[lines.length - 1] : undefined
+      if (m !== undefined) done({ captured: Number(m[1]), received: Number(m[2]), dropped: Number(m[3]) })
+    }
+    // After the output's own listener (registered first), so the line is already in output.stderr.
+    child.stderr?.on('data', check)
+    const timer = setTimeout(() => done(null), STATS_ANSWER_MS)
+    void output.closed.then(() => done(null))
+    try {
+      child.kill('SIGUSR1')
+    } catch {
+      done(null)
+    }
   })
 }
 

@@ -17,7 +17,7 @@ import type { Statement } from 'better-sqlite3'
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
 import {
-  hashPrefix, hostIfUrl, normalizeDomain, normalizeIp, normalizeSig, normalizeUrl, parseSearch, SearchSyntaxError, termProblem,
+  hashPrefix, hostIfUrl, normalizeAlert, normalizeDomain, normalizeIp, normalizeSig, normalizeUrl, parseSearch, SearchSyntaxError, termProblem,
   type IndexedKind, type SearchTerm
 } from '../../shared/search-query'
 
@@ -179,6 +179,8 @@ export function termClauses(term: SearchTerm): Clause[] {
       return [withTerm('ip', normalizeIp(v)!)]
     case 'sig':
       return [withTerm('sig', normalizeSig(v)!)]
+    case 'alert':
+      return [withTerm('sig', normalizeAlert(v)!)]
     case 'tag':
       return [withTag(v)]
     case 'machine':

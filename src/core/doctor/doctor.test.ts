@@ -59,6 +59,9 @@ describe('aviary doctor', () => {
     await run('ip', ['netns', 'del', ns]).catch(() => undefined)
     await run('ip', ['netns', 'add', ns])
     await run('ip', ['-n', ns, 'link', 'add', 'up0', 'type', 'veth', 'peer', 'name', 'up1'])
+    // A new namespace may inherit the host's forwarding (libvirt turns it on when it starts a
+    // network): this check is about a host that does not forward, so say so here.
+    await run('ip', ['netns', 'exec', ns, 'sysctl', '-qw', 'net.ipv4.ip_forward=0'])
     // The guests' bridge, with IPv6 on (as a hand-made bridge has it).
     await run('ip', ['-n', ns, 'link', 'add', 'br0', 'type', 'bridge'])
     await run('ip', ['-n', ns, 'addr', 'add', '10.204.3.1/24', 'dev', 'br0'])

@@ -5,7 +5,7 @@
 // the whole path of an analysis but the sample. The routes are checked too (routes-check.ts).
 import os from 'node:os'
 import { existsSync } from 'node:fs'
-import { isIP } from 'node:net'
+import net, { isIP } from 'node:net'
 import { loadFleetConfig, type EngineSettings, type MachineConfig } from '../machinery/machines-config'
 import type { DriverMachine, Finding } from '../machinery/driver'
 import { createDrivers, type DriverSet } from '../machinery/drivers'
@@ -27,6 +27,8 @@ export interface DoctorReport {
   /** The routes of analyses: the rooter and each route machines.json offers. */
   routes: Finding[]
   machines: MachineReport[]
+  /** The IDS (Suricata and its rule sets, ids-check.ts): informative, never failing. */
+  ids?: Finding[]
 }
 
 export interface DoctorOptions {
@@ -44,7 +46,7 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
       ok: false, machines: [], routes: [],
       config: {
         check: 'machines.json', ok: false, detail: `there is no ${o.machinesFile}`,
-        fix: 'describe your analysis VMs in it (docs/machines.md), or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`; `--data DIR` names another data directory'
+        fix: 'make a Debian analysis machine with `aviary machines create linux` (once before it, as root: `aviary setup --user $USER`), describe your own VMs in it (docs/machines.md), or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`; `--data DIR` names another data directory'
       }
     }
   }
@@ -60,7 +62,7 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
     ? { check: 'machines.json', ok: true, detail: `${fleet.machines.length} machines configured` }
     : {
         check: 'machines.json', ok: false, detail: o.only?.length ? `no machine is named ${o.only.join(', ')}` : 'no machines are configured',
-        fix: 'describe your analysis VMs in machines.json, or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`'
+        fix: 'make a Debian analysis machine with `aviary machines create linux` (once before it, as root: `aviary setup --user $USER`), describe your own VMs in machines.json, or import a Cuckoo setup with `aviary machines import <cuckoo>/conf`'
       }
   const drivers = createDrivers(fleet.settings)
   try {
@@ -77,13 +79,21 @@ async function checkMachine(m: MachineConfig, settings: EngineSettings, drivers:
   const driver = drivers.get(m.driver)
   const dm: DriverMachine = m
   const findings: Finding[] = await driver.check(dm).catch((err: Error) => [{ check: 'hypervisor', ok: false, detail: err.message }])
-  findings.push(resultServerAddress(m))
-  findings.push(m.interface
-    ? await checkCapture(settings.tcpdump, m.interface).then((r) => ({ check: 'packet capture', ...r }))
-    : { check: 'packet capture', ok: false, detail: 'no network interface is configured for this machine: its traffic would not be captured',
-        fix: 'set "interface" (the bridge or tap the guest is on, e.g. virbr0) for the machine or at the top of machines.json' })
+  findings.push(await resultServerAddress(m))
+  // A machine's own tap (libvirt's <target dev=…>) exists only while the machine runs: then
+  // capture is checked by --deep, once the machine runs.
+  const tapLater = m.interface !== null && driver.capabilities.power && !existsSync(`/sys/class/net/${m.interface}`) &&
+    await driver.state(dm).then((s) => s === 'poweroff', () => false)
+  if (!tapLater || !deep) {
+    findings.push(!m.interface
+      ? { check: 'packet capture', ok: false, detail: 'no network interface is configured for this machine: its traffic would not be captured',
+          fix: 'set "interface" (the bridge or tap the guest is on, e.g. virbr0) for the machine or at the top of machines.json' }
+      : tapLater
+        ? { check: 'packet capture', ok: true, detail: `not checked: ${m.interface} does not exist while the machine is off (a tap of its own appears when it runs); aviary doctor --deep checks it while it runs` }
+        : await checkCapture(settings.tcpdump, m.interface).then((r) => ({ check: 'packet capture', ...r })))
+  }
   if (deep) {
-    findings.push(...await deepCheck(m, dm, drivers, settings))
+    findings.push(...await deepCheck(m, dm, drivers, settings, tapLater))
   } else {
     const state = await driver.state(dm).catch(() => 'error')
     findings.push(state === 'running'
@@ -95,12 +105,25 @@ async function checkMachine(m: MachineConfig, settings: EngineSettings, drivers:
   return findings
 }
 
-function resultServerAddress(m: MachineConfig): Finding {
+/**
+ * Whether `ip` is an address of this host: one os.networkInterfaces() lists, or one a socket can
+ * bind (libuv lists no address of an interface without carrier, such as a bridge none of whose
+ * guests runs yet).
+ */
+async function hostHas(ip: string): Promise<boolean> {
+  if (Object.values(os.networkInterfaces()).flat().some((a) => a?.address === ip)) return true
+  return new Promise((resolve) => {
+    const s = net.createServer()
+    s.once('error', () => resolve(false))
+    s.listen(0, ip, () => s.close(() => resolve(true)))
+  })
+}
+
+async function resultServerAddress(m: MachineConfig): Promise<Finding> {
   const ip = m.resultserver_ip
   const check = 'result server address'
   if (ip === '0.0.0.0' || ip === '::') return { check, ok: true, detail: `${ip}: listens on every address of this host` }
-  const mine = Object.values(os.networkInterfaces()).flat().some((a) => a?.address === ip)
-  if (mine) return { check, ok: true, detail: `${ip}:${m.resultserver_port} belongs to this host` }
+  if (await hostHas(ip)) return { check, ok: true, detail: `${ip}:${m.resultserver_port} belongs to this host` }
   return {
     check, ok: false,
     detail: `${ip} is not an address of this host, so the result server cannot listen there and the guest's uploads would be lost`,
@@ -126,7 +149,7 @@ async function agentFinding(m: MachineConfig): Promise<Finding> {
  * The path of an analysis but the sample, named after what the driver declares: a machine without
  * snapshots is started (waited for), never said to be reverted; one its owner powers is not stopped.
  */
-async function deepCheck(m: MachineConfig, dm: DriverMachine, drivers: DriverSet, settings: EngineSettings): Promise<Finding[]> {
+async function deepCheck(m: MachineConfig, dm: DriverMachine, drivers: DriverSet, settings: EngineSettings, captureWhileRunning: boolean): Promise<Finding[]> {
   const driver = drivers.get(m.driver)
   const caps = driver.capabilities
   const startCheck = caps.revert ? 'revert and start' : 'start'
@@ -139,6 +162,9 @@ async function deepCheck(m: MachineConfig, dm: DriverMachine, drivers: DriverSet
   } catch (err) {
     out.push({ check: startCheck, ok: false, detail: (err as Error).message })
     return out
+  }
+  if (captureWhileRunning && m.interface) {
+    out.push(await checkCapture(settings.tcpdump, m.interface).then((r) => ({ check: 'packet capture', ...r, detail: `${r.detail} (checked while the machine runs)` })))
   }
   try {
     const t = Date.now()
@@ -178,6 +204,10 @@ export function formatDoctorReport(r: DoctorReport): string {
   for (const m of r.machines) {
     lines.push('', `${m.name} (${m.driver})`)
     for (const f of m.findings) put(f, '  ')
+  }
+  if (r.ids !== undefined && r.ids.length > 0) {
+    lines.push('', 'IDS (optional: a report says when it was skipped)')
+    for (const f of r.ids) put(f, '  ')
   }
   lines.push('', r.ok ? 'All checks passed.' : 'Some checks failed: see the fixes above.')
   return lines.join('\n') + '\n'

@@ -14,7 +14,8 @@ import type { GuestStartSpec } from './start-spec'
 import { access } from 'node:fs/promises'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { DEADLINE_FILE, EXCHANGE_MS, ROUTES, RUN_FIELD, TRUSTED_CA_FILE } from '../../guest-protocol/agent-api'
+import { DEADLINE_FILE, EXCHANGE_MS, ROUTES, RUN_FIELD, TRUSTED_CA_FILE, TRUSTED_CA_HASH_FILE } from '../../guest-protocol/agent-api'
+import { subjectHash } from '../network/mitm-ca'
 import {
   AgentError, agentErrorText, agentRequest, describeProgress, errMessage, jsonObject,
   type AgentResponse, type ExchangeProgress, type RequestBody
@@ -203,6 +204,17 @@ export class GuestSession {
         kind: 'multipart',
         parts: [{ name: 'filepath', value: guestJoin(spec.platform, dir, TRUSTED_CA_FILE) }, { name: 'file', filename: 'file', path: spec.caCert }]
       }, UPLOAD_MS, signal, undefined)
+      // Without it a Linux guest still trusts the CA through its bundle, not through its CA folder.
+      const hash = await subjectHash(spec.caCert).catch((err: unknown) => {
+        this.log(`no subject hash for the proxy's CA (${errMessage(err)}): the guest's OpenSSL CA folder will not list it`)
+        return null
+      })
+      if (hash !== null) {
+        await this.call('uploading the proxy\'s CA subject hash', 'POST', ROUTES.store, {
+          kind: 'multipart',
+          parts: [{ name: 'filepath', value: guestJoin(spec.platform, dir, TRUSTED_CA_HASH_FILE) }, { name: 'file', filename: 'file', data: Buffer.from(`${hash}\n`) }]
+        }, UPLOAD_MS, signal, undefined)
+      }
     }
 
     // Cuckoo's prepare_guest callback (the reboot auxiliary) runs before the sample upload.

@@ -1,11 +1,18 @@
 // Hands hashing jobs to two worker threads (one per hash lane), or hashes inline where the
 // worker's bundle is not there (running from TypeScript sources, e.g. under Vitest). Both give
-// identical results.
+// identical results. Whole files (processing's dropped files) go to the same workers, each file
+// to one of them (files()).
 import { existsSync, write } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { LANES, MultiHasher, type HashKind, type Hashes } from './multihash'
+import { inlineFileHashing, type FileDigest, type FileHashing } from './file-digest'
 import { SLOTS, SLOT_BYTES, type WorkerReply, type WorkerRequest } from './hash-protocol'
+
+/** Files per message to a worker: a few, so that one message's cost is shared and both workers stay busy to the end. */
+const FILE_BATCH = 8
+/** Batches each worker has at once: it starts the next while its answer to the last travels back. */
+const BATCHES_IN_FLIGHT = 2
 
 export interface HashJob {
   /** Resolves once more data may be sent (backpressure); the chunk may be reused at once. */
@@ -29,7 +36,7 @@ interface JobState {
   error?: Error
 }
 
-export class HashPool {
+export class HashPool implements FileHashing {
   private workers: Worker[] | null = null
   private readonly slots = new SharedArrayBuffer(SLOT_BYTES * SLOTS)
   private readonly bytes = new Uint8Array(this.slots)
@@ -37,6 +44,7 @@ export class HashPool {
   private readonly pendingAcks = new Uint8Array(SLOTS)
   private readonly slotWaiters: (() => void)[] = []
   private readonly jobs = new Map<number, JobState>()
+  private readonly fileJobs = new Map<number, { resolve: (r: (FileDigest | { error: string })[]) => void; reject: (e: Error) => void }>()
   private nextJob = 1
   private readonly workerFile: string | null
 
@@ -51,6 +59,7 @@ export class HashPool {
     const job = this.nextJob++
     const state: JobState = { sink, written: 0, writes: 0, size: 0, slot: -1, filled: 0, results: [] }
     this.jobs.set(job, state)
+    this.holdProcess()
     workers.forEach((w, lane) => post(w, { type: 'start', job, kinds: LANES[lane]! }))
     return {
       update: async (chunk) => {
@@ -80,16 +89,55 @@ export class HashPool {
       },
       abort: () => {
         if (!this.jobs.delete(job)) return
+        this.holdProcess()
         if (state.slot >= 0) this.release(state.slot)
         for (const w of workers) post(w, { type: 'abort', job })
       }
     }
   }
 
+  /**
+   * FileHashing: each file read and digested whole by one worker, the workers taking batches of
+   * files as they finish the ones before. Inline where there is no worker bundle.
+   */
+  async files(paths: readonly string[]): Promise<(FileDigest | Error)[]> {
+    if (!this.workerFile) return inlineFileHashing.files(paths)
+    const workers = this.ensureWorkers(this.workerFile)
+    const out = new Array<FileDigest | Error>(paths.length)
+    let next = 0
+    const lane = async (w: Worker): Promise<void> => {
+      while (next < paths.length) {
+        const from = next
+        next = Math.min(paths.length, next + FILE_BATCH)
+        const job = this.nextJob++
+        const results = await new Promise<(FileDigest | { error: string })[]>((resolve, reject) => {
+          this.fileJobs.set(job, { resolve, reject })
+          this.holdProcess()
+          post(w, { type: 'files', job, paths: paths.slice(from, next) })
+        }).catch((err: unknown) => {
+          next = paths.length // a worker stopped: the other lanes send nothing more
+          throw err
+        })
+        results.forEach((r, k) => { out[from + k] = 'error' in r ? new Error(r.error) : r })
+      }
+    }
+    await Promise.all(workers.flatMap((w) => Array.from({ length: BATCHES_IN_FLIGHT }, () => lane(w))))
+    return out
+  }
+
   async stop(): Promise<void> {
     const ws = this.workers
     this.workers = null
     if (ws) await Promise.all(ws.map((w) => w.terminate()))
+  }
+
+  /** The workers keep the process alive exactly while a job is in flight. */
+  private holdProcess(): void {
+    const busy = this.jobs.size + this.fileJobs.size > 0
+    for (const w of this.workers ?? []) {
+      if (busy) w.ref()
+      else w.unref()
+    }
   }
 
   private takeSlot(): Promise<number> | number {
@@ -130,8 +178,10 @@ export class HashPool {
     const workers = LANES.map(() => {
       // Small heaps: a lane allocates almost nothing per chunk.
       const w = new Worker(file, { workerData: { slots: this.slots }, resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 48 } })
-      w.unref() // idle hashers must not keep the process alive
       w.on('message', (msg: WorkerReply) => this.onReply(msg))
+      // After the listener (adding one refs the worker again): idle hashers must not keep the
+      // process alive; holdProcess() refs them while a job waits for them.
+      w.unref()
       w.on('error', (err) => this.failAll(err))
       w.on('exit', () => {
         if (this.workers?.includes(w)) {
@@ -152,16 +202,24 @@ export class HashPool {
 
   private onReply(msg: WorkerReply): void {
     if (msg.type === 'ack') return this.acknowledge(msg.slot)
+    if (msg.type === 'files') {
+      const waiting = this.fileJobs.get(msg.job)
+      this.fileJobs.delete(msg.job)
+      this.holdProcess()
+      return waiting?.resolve(msg.results)
+    }
     const state = this.jobs.get(msg.job)
     if (!state) return
     if (msg.type === 'error') {
       this.jobs.delete(msg.job)
+      this.holdProcess()
       this.fail(state, new Error(msg.message))
       return
     }
     state.results.push(msg.hashes)
     if (state.results.length === LANES.length) {
       this.jobs.delete(msg.job)
+      this.holdProcess()
       state.done?.({ size: state.size, ...Object.assign({}, ...state.results) } as Hashes)
     }
   }
@@ -174,6 +232,10 @@ export class HashPool {
   private failAll(err: Error): void {
     for (const state of this.jobs.values()) this.fail(state, err)
     this.jobs.clear()
+    this.holdProcess()
+    for (const waiting of this.fileJobs.values()) waiting.reject(err)
+    this.fileJobs.clear()
+    this.holdProcess()
   }
 }
 

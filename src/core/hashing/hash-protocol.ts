@@ -1,4 +1,5 @@
 import type { HashKind } from './multihash'
+import type { FileDigest } from './file-digest'
 
 /**
  * Chunks travel in slots of one SharedArrayBuffer that both workers read and that is written
@@ -13,8 +14,11 @@ export type WorkerRequest =
   | { type: 'data'; job: number; slot: number; length: number }
   | { type: 'end'; job: number }
   | { type: 'abort'; job: number }
+  /** Whole files, read and digested by the worker itself (HashPool.files). */
+  | { type: 'files'; job: number; paths: string[] }
 
 export type WorkerReply =
   | { type: 'ack'; job: number; slot: number }
   | { type: 'result'; job: number; hashes: Partial<Record<HashKind, string>> }
   | { type: 'error'; job: number; message: string }
+  | { type: 'files'; job: number; results: (FileDigest | { error: string })[] }

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState, type VncEndpoint } from './driver'
 import { pollUntil, runTool, ToolError } from './exec-tool'
+import { domainType, hostAccel } from './accel'
 import type { EngineSettings } from './machines-config'
 
 export interface KvmOptions {
@@ -116,8 +117,26 @@ export class KvmDriver implements MachineDriver {
       return findings
     }
     findings.push({ check: 'vm', ok: true, detail: `domain '${m.label}' exists` })
+    const accel = await this.checkAccelerator(m).catch(() => null)
+    if (accel) findings.push(accel)
     findings.push(await this.checkSnapshot(m))
     return findings
+  }
+
+  /** KVM or TCG: what the domain asks for, against what libvirt can give (accel.ts). */
+  private async checkAccelerator(m: DriverMachine): Promise<Finding | null> {
+    const type = domainType(await this.virsh(['dumpxml', m.label], 'reading the domain'))
+    if (type !== 'kvm' && type !== 'qemu') return null // libvirt's test hypervisor, or another one
+    const host = await hostAccel(this.o.uri, this.virshPath)
+    const check = 'accelerator'
+    if (type === 'kvm') {
+      return host.type === 'kvm'
+        ? { check, ok: true, detail: 'KVM (hardware virtualization)' }
+        : { check, ok: false, detail: `domain '${m.label}' asks for KVM, which this host cannot give: ${host.reason}`, fix: `make KVM work here, or switch the domain to TCG: virsh -c ${this.o.uri} edit ${m.label} (type='qemu')` }
+    }
+    return host.type === 'kvm'
+      ? { check, ok: true, detail: `TCG (software emulation), although this host has KVM: make the machine again, or set type='kvm' (virsh -c ${this.o.uri} edit ${m.label})` }
+      : { check, ok: true, detail: host.reason }
   }
 
   private async checkSnapshot(m: DriverMachine): Promise<Finding> {

@@ -54,7 +54,7 @@ export class TaskNetwork {
     const o = this.o
     if (mitm) {
       this.mitm = new Mitm({
-        mitmdump: o.routing.mitm.mitmdump, ip: o.resultserver.ip, confdir: o.mitmConf, analysisDir: o.analysisDir,
+        mitmdump: o.routing.mitm.mitmdump, ip: o.resultserver.ip, confdir: o.mitmConf, analysisDir: o.analysisDir, log: o.log,
         ...(route.kind === 'inetsim' ? { mode: `reverse:https://${o.routing.inetsim!}:443` } : {})
       })
       await this.mitm.start()

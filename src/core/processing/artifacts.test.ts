@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { droppedFiles } from './artifacts'
 import { metadata } from './metadata'
+import { createFileTypeDetector } from '../hashing/magic'
 
 let dir = ''
 const payload = 'MZ the same payload twice'
@@ -38,7 +39,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 describe('dropped files', () => {
   it('lists a file written to two paths twice, each with its path and writers, once in the metadata', async () => {
-    const dropped = await droppedFiles(dir, async () => 'data', () => undefined)
+    const dropped = await droppedFiles(dir, createFileTypeDetector(), () => undefined)
     const payloads = dropped.filter((d) => d.sha256 === sha)
     expect(payloads.map((d) => [d.filepath, d.pids, d.relpath, d.name])).toEqual([
       ['/tmp/payload.exe', [11], `files/${name}`, 'payload.exe'],

@@ -10,7 +10,8 @@ import { lstat, readdir } from 'node:fs/promises'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import type { FileTypeDetector } from '../hashing/magic'
-import { fileInfo, type DroppedFile, type FileInfo } from './file-info'
+import type { FileHashing } from '../hashing/file-digest'
+import { filesInfo, type DroppedFile, type FileInfo } from './file-info'
 import { Closed, Type, type Static } from './schema'
 import { YaraMatchSchema } from './types'
 import { boundedLines } from './behavior/bounded-lines'
@@ -95,43 +96,43 @@ async function pathsByContent(dir: string): Promise<Map<string, Map<string, numb
   return out
 }
 
-export async function droppedFiles(dir: string, detectType: FileTypeDetector, log: (m: string) => void): Promise<DroppedFile[]> {
+export async function droppedFiles(dir: string, detectType: FileTypeDetector, log: (m: string) => void, hashing?: FileHashing): Promise<DroppedFile[]> {
   const index = await uploadsIndex(dir)
-  const out: DroppedFile[] = []
   const others = await pathsByContent(dir)
+  const names: { folder: typeof ARTIFACTS.dropped | typeof ARTIFACTS.packageFiles; name: string }[] = []
   for (const folder of [ARTIFACTS.dropped, ARTIFACTS.packageFiles]) {
-    for (const name of await regularFiles(artifactPath(dir, folder))) {
-      if (out.length >= MAX_DROPPED) {
-        log(`more than ${MAX_DROPPED} dropped files: the rest are not in the report`)
-        return out
-      }
-      const relpath = `${folder}/${name}`
-      const meta = index.get(relpath)
-      const info = await fileInfo(artifactPath(dir, folder, name), name.replace(/^[0-9a-f]{16}_/, ''), detectType)
-      const entry: DroppedFile = { ...info, relpath, filepath: meta?.filepath ?? null, pids: meta?.pids ?? [] }
-      out.push(entry)
-      // The same bytes written to other paths: listed again, each with its own path and writers.
-      for (const [other, pids] of others.get(info.sha256) ?? []) {
-        if (other === entry.filepath) continue
-        if (out.length >= MAX_DROPPED) break
-        out.push({ ...entry, yara: [], urls: [], filepath: other, pids })
-      }
+    for (const name of await regularFiles(artifactPath(dir, folder))) names.push({ folder, name })
+  }
+  // Every file gives at least one entry, so the cap is reached within the first MAX_DROPPED files:
+  // only those are read, all together (their types batched).
+  const infos = await filesInfo(names.slice(0, MAX_DROPPED).map(({ folder, name }) => (
+    { path: artifactPath(dir, folder, name), name: name.replace(/^[0-9a-f]{16}_/, '') })), detectType, hashing)
+  const out: DroppedFile[] = []
+  for (const [k, { folder, name }] of names.entries()) {
+    if (out.length >= MAX_DROPPED) {
+      log(`more than ${MAX_DROPPED} dropped files: the rest are not in the report`)
+      return out
+    }
+    const relpath = `${folder}/${name}`
+    const meta = index.get(relpath)
+    const info = infos[k]!
+    const entry: DroppedFile = { ...info, relpath, filepath: meta?.filepath ?? null, pids: meta?.pids ?? [] }
+    out.push(entry)
+    // The same bytes written to other paths: listed again, each with its own path and writers.
+    for (const [other, pids] of others.get(info.sha256) ?? []) {
+      if (other === entry.filepath) continue
+      if (out.length >= MAX_DROPPED) break
+      out.push({ ...entry, yara: [], urls: [], filepath: other, pids })
     }
   }
   return out
 }
 
 /** `buffer`: the buffers Cuckoo's monitor captured (buffer/<sha1>), described like dropped files. */
-export async function bufferFiles(dir: string, detectType: FileTypeDetector, log: (m: string) => void): Promise<FileInfo[]> {
-  const out: FileInfo[] = []
-  for (const name of await regularFiles(artifactPath(dir, ARTIFACTS.buffer))) {
-    if (out.length >= MAX_DROPPED) {
-      log(`more than ${MAX_DROPPED} buffers: the rest are not in the report`)
-      break
-    }
-    out.push(await fileInfo(artifactPath(dir, ARTIFACTS.buffer, name), name, detectType))
-  }
-  return out
+export async function bufferFiles(dir: string, detectType: FileTypeDetector, log: (m: string) => void, hashing?: FileHashing): Promise<FileInfo[]> {
+  const names = await regularFiles(artifactPath(dir, ARTIFACTS.buffer))
+  if (names.length > MAX_DROPPED) log(`more than ${MAX_DROPPED} buffers: the rest are not in the report`)
+  return filesInfo(names.slice(0, MAX_DROPPED).map((name) => ({ path: artifactPath(dir, ARTIFACTS.buffer, name), name })), detectType, hashing)
 }
 
 export const ScreenshotSchema = Closed({ path: Type.String(), ocr: Type.String() })

@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { fileInfo, MAX_FILE_URLS, URL_SCAN_BYTES, UrlScanner } from './file-info'
+import { createFileTypeDetector } from '../hashing/magic'
 
 const dir = mkdtempSync(path.join(tmpdir(), 'aviary-file-info-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
-const noType = async (): Promise<null> => null
 
 function scanInChunks(data: Buffer, size: number): string[] {
   const s = new UrlScanner()
@@ -27,7 +27,7 @@ describe('URLs in a file', () => {
     expect(data.indexOf(Buffer.from('h\0t\0t\0p\0s\0:\0/\0/\0w', 'latin1')) % 2).toBe(1) // the wide URL sits at an odd offset
     const file = path.join(dir, 'sample.bin')
     writeFileSync(file, data)
-    expect((await fileInfo(file, 'sample.bin', noType)).urls.sort()).toEqual(expected)
+    expect((await fileInfo(file, 'sample.bin', createFileTypeDetector())).urls.sort()).toEqual(expected)
   })
 
   it('finds every URL whole wherever chunk boundaries cut it', () => {

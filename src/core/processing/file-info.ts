@@ -1,9 +1,11 @@
 // A file as Cuckoo 2's reports describe one (`File.get_all()`: target.file, dropped[], buffer[]):
 // name, path, size, the six hashes, the file type and the http(s) URLs written in it (ASCII or
-// UTF-16LE, in its first URL_SCAN_BYTES), from one streamed pass over its bytes.
-import { createReadStream } from 'node:fs'
-import { MultiHasher } from '../hashing/multihash'
+// UTF-16LE, in its first URL_SCAN_BYTES), from one pass over its bytes. Many files (a run's
+// dropped files, tens of thousands for ransomware) are described together: their types by a few
+// batched `file` processes (hashing/magic.ts) while the hashing workers read and digest their
+// bytes (hashing/file-digest.ts), so that both cores work and no process is started per file.
 import type { FileTypeDetector } from '../hashing/magic'
+import { inlineFileHashing, type FileDigest, type FileHashing } from '../hashing/file-digest'
 import { YaraMatchSchema } from './types'
 import { Closed, Nullable, Type, type Static } from './schema'
 
@@ -43,84 +45,31 @@ export const TargetSchema = Type.Union([
 ])
 export type Target = Static<typeof TargetSchema>
 
-export async function fileInfo(file: string, name: string, detectType: FileTypeDetector): Promise<FileInfo> {
-  const hasher = new MultiHasher()
-  const urls = new UrlScanner()
-  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {
-    hasher.update(chunk as Buffer)
-    urls.update(chunk as Buffer)
-  }
-  const h = hasher.digest()
-  return {
-    name, path: file, size: h.size, crc32: h.crc32, md5: h.md5, sha1: h.sha1, sha256: h.sha256, sha512: h.sha512, ssdeep: h.ssdeep,
-    type: await detectType(file).catch(() => null), yara: [], urls: urls.result()
-  }
+export { MAX_FILE_URLS, URL_SCAN_BYTES, UrlScanner } from '../hashing/urls'
+
+export async function fileInfo(file: string, name: string, detectType: FileTypeDetector, hashing: FileHashing = inlineFileHashing): Promise<FileInfo> {
+  const [[digest], type] = await Promise.all([hashing.files([file]), detectType(file).catch(() => null)])
+  if (digest instanceof Error) throw digest
+  return described(file, name, digest!, type)
 }
 
-/** Bytes of a file searched for URLs (a sample's URLs are in its code and data, not in a tail of gigabytes). */
-export const URL_SCAN_BYTES = 32 * 1024 * 1024
-/** Distinct URLs kept per file, the first ones found; each at most MAX_URL_LENGTH characters. */
-export const MAX_FILE_URLS = 1000
-const MAX_URL_LENGTH = 2048
-/** Bytes kept back at a chunk's end: a URL's scheme split by the chunk boundary ("htt" | "p://"), in UTF-16 too. */
-const OVERLAP = 32
-
-// An http(s) URL as samples write them: a host name or IPv4 address, an optional port, and a path
-// of the characters URLs use. Bounded classes only: a linear scan over hostile bytes.
-const URL_RE = /https?:\/\/[A-Za-z0-9.-]{1,253}(?::\d{1,5})?(?:[/?#][A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]{0,2000})?/g
-
-const URL_CHAR = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]$/
-
 /**
- * Finds the http(s) URLs in a file's bytes as they stream by, in ASCII and in UTF-16LE (at either
- * byte alignment): Cuckoo 2's `File.get_urls()`, which searched the whole file with a regex.
+ * fileInfo of each file, in order: their types from detectType.many, their bytes digested by
+ * `hashing` meanwhile. A file that cannot be read fails the whole call, as it fails fileInfo.
  */
-export class UrlScanner {
-  private readonly found = new Set<string>()
-  private tail = Buffer.alloc(0)
-  private seen = 0
+export async function filesInfo(files: readonly { path: string; name: string }[], detectType: FileTypeDetector, hashing: FileHashing = inlineFileHashing): Promise<FileInfo[]> {
+  const paths = files.map((f) => f.path)
+  const typing = detectType.many(paths).catch(() => paths.map(() => null))
+  const digests = await hashing.files(paths)
+  const failed = digests.find((d): d is Error => d instanceof Error)
+  if (failed !== undefined) throw failed
+  const types = await typing
+  return files.map((f, i) => described(f.path, f.name, digests[i] as FileDigest, types[i] ?? null))
+}
 
-  update(chunk: Buffer): void {
-    if (this.seen >= URL_SCAN_BYTES || this.found.size >= MAX_FILE_URLS) return
-    const take = chunk.subarray(0, URL_SCAN_BYTES - this.seen)
-    this.seen += take.length
-    const data = this.tail.length > 0 ? Buffer.concat([this.tail, take]) : take
-    const final = this.seen >= URL_SCAN_BYTES
-    const resume = this.scanAll(data, final ? data.length : Math.max(0, data.length - OVERLAP), final)
-    this.tail = final ? Buffer.alloc(0) : Buffer.from(data.subarray(resume))
-  }
-
-  result(): string[] {
-    if (this.tail.length > 0) this.scanAll(this.tail, this.tail.length, true)
-    this.tail = Buffer.alloc(0)
-    return [...this.found]
-  }
-
-  /**
-   * Adds the URLs of `data` that start before byte `cut`, as ASCII and as UTF-16LE at either
-   * alignment. Unless `final`, a URL that reaches the end of `data` may go on in the next chunk:
-   * it is left for the next pass, which starts at the byte returned.
-   */
-  private scanAll(data: Buffer, cut: number, final: boolean): number {
-    let resume = cut
-    const scan = (text: string, width: number, offset: number): void => {
-      if (!text.includes('http')) return
-      for (const m of text.matchAll(URL_RE)) {
-        const start = offset + (m.index ?? 0) * width
-        if (start >= cut || this.found.size >= MAX_FILE_URLS) return
-        if (start + m[0].length * width >= data.length - width) {
-          // It may go on: in the next chunk (read it then), or past URL_SCAN_BYTES (unknown: left out).
-          if (!final) { resume = Math.min(resume, start); return }
-          if (this.seen >= URL_SCAN_BYTES) continue
-        }
-        // Longer than the pattern takes: a run of URL characters, not a URL.
-        if (URL_CHAR.test(text.charAt((m.index ?? 0) + m[0].length))) continue
-        const url = m[0].replace(/[.,;:!?'")\]]+$/, '')
-        if (url.length <= MAX_URL_LENGTH && /^https?:\/\/[A-Za-z0-9]/.test(url)) this.found.add(url)
-      }
-    }
-    scan(data.toString('latin1'), 1, 0)
-    for (const align of [0, 1]) scan(data.subarray(align, data.length - ((data.length - align) % 2)).toString('utf16le'), 2, align)
-    return resume
+function described(file: string, name: string, h: FileDigest, type: string | null): FileInfo {
+  return {
+    name, path: file, size: h.size, crc32: h.crc32, md5: h.md5, sha1: h.sha1, sha256: h.sha256, sha512: h.sha512, ssdeep: h.ssdeep,
+    type, yara: [], urls: h.urls
   }
 }

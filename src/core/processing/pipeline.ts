@@ -2,13 +2,14 @@
 // their order come from the shared table (src/shared/report-sections.ts); their modules from
 // sections.ts. Modules run by phase, as Cuckoo's run by `order`: first what the run left (target,
 // static, behavior, files, shots, memory), then YARA over everything collected, then what reads
-// those (network, metadata; the capture's DNS answers then name the hosts the behaviour connected to,
+// those (network, the IDS, metadata; the capture's DNS answers then name the hosts the behaviour connected to,
 // behavior/connects-host.ts), then the signatures and the score, then debug. A module that fails is
 // noted in `debug.errors` and its section holds its empty value: one bad pcap does not cost the
 // analyst the rest of the report. Only a failure to write the report itself fails the task's
 // processing. report.json's keys are written in the table's order.
 import { mkdir } from 'node:fs/promises'
 import type { FileTypeDetector } from '../hashing/magic'
+import { inlineFileHashing, type FileHashing } from '../hashing/file-digest'
 import { REPORT_SECTIONS, type ReportSectionKey } from '../../shared/report-sections'
 import type { ProcessingContext, YaraMatch } from './types'
 import type { Report } from './report-schema'
@@ -25,6 +26,8 @@ export { VERSION_TAG, analysisInfo } from './info'
 
 export interface PipelineOptions {
   detectType: FileTypeDetector
+  /** Reads and digests the files the report describes: the service's hashing workers; default, this thread. */
+  hashing?: FileHashing
   /** The version of Aviary that writes the report (info.aviary_version). */
   aviaryVersion: string
 }
@@ -69,6 +72,7 @@ export async function processAnalysis(processing: ProcessingContext, o: Pipeline
   const ctx: SectionContext = {
     ...processing,
     detectType: o.detectType,
+    hashing: o.hashing ?? inlineFileHashing,
     aviaryVersion: o.aviaryVersion,
     errors,
     staticOnce: () => (statics ??= processing.sample === null

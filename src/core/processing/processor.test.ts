@@ -3,6 +3,7 @@
 // written fails the task's processing with the reason, and nothing the run collected is lost.
 // The analysis folders are made by the test (the engine's e2e tests cover real runs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { finishRun, startHarness, type Harness } from '../../../test/service-harness'
@@ -41,7 +42,12 @@ describe('processing finished analyses', () => {
     expect(schemaProblems(report)).toEqual([])
     expect(report.info).toMatchObject({ id, category: 'file' })
     expect((report.target as { file: { name: string; size: number } }).file).toMatchObject({ name: 'a.sh' })
-    expect(report.dropped).toEqual([expect.objectContaining({ name: 'note.txt', filepath: '/tmp/note.txt', pids: [10] })])
+    // Read and hashed by the service's hashing workers, typed by its batched file(1).
+    const sum = (alg: string): string => createHash(alg).update('dropped\n').digest('hex')
+    expect(report.dropped).toEqual([expect.objectContaining({
+      name: 'note.txt', filepath: '/tmp/note.txt', pids: [10], size: 8, type: 'ASCII text',
+      md5: sum('md5'), sha1: sum('sha1'), sha256: sum('sha256'), sha512: sum('sha512'), urls: []
+    })])
     expect((report.debug as { log: string[] }).log).toEqual(['2026-11-23 10:00:00,000 [aviary.engine] INFO: started'])
     expect(readFileSync(path.join(dir, 'reports/report.html'), 'utf8')).toMatch(/<html/)
     expect(await stages(h, id)).toEqual(expect.arrayContaining(['processing', 'reported']))

@@ -15,6 +15,7 @@ import type { TasksRepository } from '../db/tasks.repository'
 import type { SamplesRepository } from '../db/samples.repository'
 import type { EventBus } from '../events/event-bus'
 import type { FileTypeDetector } from '../hashing/magic'
+import type { FileHashing } from '../hashing/file-digest'
 
 export interface ProcessorDeps {
   layout: StorageLayout
@@ -24,8 +25,12 @@ export interface ProcessorDeps {
   timeline: TimelineRepository
   bus: EventBus
   detectType: FileTypeDetector
+  /** The service's hashing workers, which read and digest the files a report describes. */
+  hashing?: FileHashing
   /** The user's YARA rules folder; null: none. */
   yaraRules: () => string | null
+  /** <data>/suricata: the IDS step's settings and imported rule sets. */
+  suricataDir?: string
   aviaryVersion: string
   log: { info(msg: string): void; error(msg: string): void }
   /** Where the score goes for task lists (db/task-search.ts). */
@@ -102,9 +107,9 @@ export class Processor {
       // task processed, not with the service: an idle service or one busy ingesting never needs it.
       const { processAnalysis } = await import('./pipeline')
       const result = await processAnalysis({
-        taskId: id, dir, task, sample, url: row.category === 'url' ? row.target : null, yaraRules: d.yaraRules(),
+        taskId: id, dir, task, sample, url: row.category === 'url' ? row.target : null, yaraRules: d.yaraRules(), suricataDir: d.suricataDir ?? null,
         log: (m) => d.log.info(`task ${id}: processing: ${m}`)
-      }, { detectType: d.detectType, aviaryVersion: d.aviaryVersion })
+      }, { detectType: d.detectType, ...(d.hashing ? { hashing: d.hashing } : {}), aviaryVersion: d.aviaryVersion })
       for (const e of result.errors) d.queue.addError(id, `processing: ${e}`)
       d.scores?.set(id, result.score)
       const indexNote = d.searchIndex?.write(id, result.report) ?? null

@@ -11,6 +11,7 @@ import { DroppedFileSchema, FileInfoSchema, TargetSchema } from './file-info'
 import { StaticSchema } from './static'
 import { BehaviorSchema } from './types'
 import { NetworkSchema } from './network'
+import { SuricataSchema } from './suricata/eve'
 import { DebugSchema, ExtractedSchema, MemoryDumpSchema, ProcessMemorySchema, ScreenshotSchema } from './artifacts'
 import { MetadataSchema } from './metadata'
 import { SignatureSchema } from './signatures/signature'
@@ -24,6 +25,7 @@ const sections = {
   signatures: Type.Array(SignatureSchema),
   behavior: BehaviorSchema,
   network: NetworkSchema,
+  suricata: SuricataSchema,
   dropped: Type.Array(DroppedFileSchema),
   buffer: Type.Array(FileInfoSchema),
   extracted: Type.Array(ExtractedSchema),

@@ -4,6 +4,7 @@
 // failure goes into debug.errors and the rest of the report is still written, as Cuckoo does).
 import type { ReportSectionKey } from '../../shared/report-sections'
 import type { FileTypeDetector } from '../hashing/magic'
+import type { FileHashing } from '../hashing/file-digest'
 import type { ProcessingContext } from './types'
 import type { Report } from './report-schema'
 import { analysisInfo } from './info'
@@ -14,12 +15,15 @@ import { bufferFiles, debugInfo, droppedFiles, fullMemoryDump, processMemory, sc
 import { analyzePcap, emptyNetworkReport } from './network'
 import { readMitmFlows } from './network/mitm-flows'
 import { metadata } from './metadata'
+import { suricataStep, emptySuricataReport } from './suricata'
 import { runSignatures } from './signatures'
 import type { Behavior } from './types'
 import { ARTIFACTS, artifactPath } from '../storage/layout'
 
 export interface SectionContext extends ProcessingContext {
   detectType: FileTypeDetector
+  /** Reads and digests the files the report describes (the service's hashing workers). */
+  hashing: FileHashing
   aviaryVersion: string
   /** What went wrong so far (modules add what they could not do; debug.errors lists them). */
   errors: string[]
@@ -44,7 +48,7 @@ export const SECTION_MODULES: { [K in ReportSectionKey]: SectionModule<K> } = {
     build: async (ctx) => {
       const category = String(ctx.task.category ?? 'file')
       if (ctx.sample === null) return { category: 'url', url: ctx.url }
-      return { category, file: await fileInfo(ctx.sample.path, ctx.sample.name, ctx.detectType) }
+      return { category, file: await fileInfo(ctx.sample.path, ctx.sample.name, ctx.detectType, ctx.hashing) }
     },
     fallback: () => ({ category: 'file', file: null })
   },
@@ -65,8 +69,8 @@ export const SECTION_MODULES: { [K in ReportSectionKey]: SectionModule<K> } = {
     },
     fallback: () => ({ processes: [], processtree: [], summary: {}, generic: [], apistats: {}, anomaly: [] })
   },
-  dropped: { build: (ctx) => droppedFiles(ctx.dir, ctx.detectType, ctx.log), fallback: () => [] },
-  buffer: { build: (ctx) => bufferFiles(ctx.dir, ctx.detectType, ctx.log), fallback: () => [] },
+  dropped: { build: (ctx) => droppedFiles(ctx.dir, ctx.detectType, ctx.log, ctx.hashing), fallback: () => [] },
+  buffer: { build: (ctx) => bufferFiles(ctx.dir, ctx.detectType, ctx.log, ctx.hashing), fallback: () => [] },
   screenshots: { build: (ctx) => screenshots(ctx.dir), fallback: () => [] },
   procmemory: { build: (ctx) => processMemory(ctx.dir), fallback: () => [] },
   memory: {
@@ -90,6 +94,11 @@ export const SECTION_MODULES: { [K in ReportSectionKey]: SectionModule<K> } = {
       return network
     },
     fallback: emptyNetworkReport
+  },
+  // The IDS over the capture (and the decrypted HTTPS of mitm=1 tasks): processing/suricata.
+  suricata: {
+    build: (ctx) => suricataStep({ dir: ctx.dir, suricataDir: ctx.suricataDir ?? null, log: ctx.log, errors: ctx.errors }),
+    fallback: () => emptySuricataReport('the IDS step failed (debug.errors says why)')
   },
   metadata: {
     build: (ctx, r) => metadata(ctx.dir, { dropped: r.dropped ?? [], buffer: r.buffer ?? [], procmemory: r.procmemory ?? [] }),

@@ -19,6 +19,8 @@ export interface ProcessingContext {
   url: string | null
   /** Folder of the user's YARA rules (*.yar, *.yara), or null when there is none. */
   yaraRules: string | null
+  /** The data folder's suricata/ (the IDS step's settings and imported rule sets); absent or null: defaults. */
+  suricataDir?: string | null
   log(msg: string): void
 }
 

@@ -264,7 +264,16 @@ export class AnalysisRun {
       const n = await this.shots!.stop()
       this.log.info(`${n} screenshots kept`)
     })
-    if (this.capture) await this.step('packet capture', () => this.capture!.stop())
+    if (this.capture) {
+      await this.step('packet capture', () => this.capture!.stop())
+      const st = this.capture.stats()
+      if (st !== undefined) {
+        this.log.info(`packet capture stopped: ${st.captured ?? '?'} packets in dump.pcap; ${st.waited === 'counts'
+          ? `tcpdump's counts said it was complete after ${st.waitedMs} ms` : `waited ${st.waitedMs} ms without tcpdump's counts`}`)
+        if ((st.unwritten ?? 0) > 0) this.log.warn(`packet capture: ${st.unwritten} packets the kernel took were still not written by tcpdump when it was stopped; they are not in dump.pcap`)
+        if ((st.droppedByKernel ?? 0) > 0) this.log.warn(`packet capture: the kernel dropped ${st.droppedByKernel} packets (capture ring full)`)
+      }
+    }
     if (this.vmStarted && this.task.memory === 1) {
       await this.step('memory dump', async () => {
         if (!this.driver.capabilities.memoryDump) throw new Error(`the ${this.machine.driver} driver cannot dump a machine's memory`)

@@ -9,7 +9,7 @@
 // and a query is cut alike, so the start still finds it), and what cannot be a domain, an address
 // or a hash is left out.
 import {
-  domainAndParents, normalizeDomain, normalizeHash, normalizeIp, normalizeSig, normalizeUrl, sigAndParents,
+  alertTerms, domainAndParents, normalizeDomain, normalizeHash, normalizeIp, normalizeSig, normalizeUrl, sigAndParents,
   type IndexedKind
 } from '../../shared/search-query'
 import { obj, objs, str, strs, summary, type Obj } from '../reporting/report-view'
@@ -130,6 +130,12 @@ export function reportTerms(report: unknown): ReportTerms {
       const n = normalizeSig(name)
       if (n !== null) buckets.sig.add(sigAndParents(n))
     }
+  }
+  // The IDS's alerts (alert: in a query), after the signatures' names, which the cap keeps first.
+  for (const a of objs(obj(r, 'suricata'), 'alerts')) {
+    const sid = a.sid
+    const terms = alertTerms(typeof sid === 'number' ? sid : null, str(a, 'signature'))
+    if (terms.length > 0) buckets.sig.add(terms)
   }
   for (const d of objs(r, 'dropped')) {
     for (const key of ['md5', 'sha1', 'sha256']) {

@@ -19,11 +19,22 @@ export interface StorageLayout {
   readonly mitmConf: string
   /** The user's YARA rules (docs/reports.md), scanned when the folder exists. */
   readonly yaraRules: string
+  /** The IDS step's settings (suricata.json) and imported rule sets (rules/<name>/): docs/network.md. */
+  readonly suricata: string
   /** The retention rules (docs/retention.md) and the log of what retention deleted. */
   readonly retentionRules: string
   readonly retentionLog: string
   /** The lock one service holds on the data directory (storage/data-lock.ts). */
   readonly lockFile: string
+  /** What the machine builder makes (src/core/builder): machines/<name>/ (a machine's disk and console log). */
+  readonly machinesDir: string
+  /** Built guest images, images/<key>/, which machines' disks are overlays of. */
+  readonly imagesDir: string
+  /** Downloaded packages and package lists, so that images are rebuilt offline: cache/apt/<suite>-<arch>/. */
+  readonly cacheDir: string
+  machineDir(name: string): string
+  imageDir(key: string): string
+  aptCache(id: string): string
   binary(sha256: string): string
   uploadDir(sha256: string): string
   upload(sha256: string, fileName: string): string
@@ -57,9 +68,13 @@ export const DATA_FILES = {
   lockFile: 'aviary.lock',
   mitmConf: 'mitm',
   yaraRules: 'yara',
+  suricata: 'suricata',
   retentionRules: 'retention.json',
   retentionLog: 'retention-log.jsonl',
-  tmp: 'tmp'
+  tmp: 'tmp',
+  machinesDir: 'machines',
+  imagesDir: 'images',
+  cacheDir: 'cache'
 } as const
 
 export function createLayout(root: string): StorageLayout {
@@ -87,9 +102,16 @@ export function createLayout(root: string): StorageLayout {
     tmp,
     mitmConf: path.join(abs, DATA_FILES.mitmConf),
     yaraRules: path.join(abs, DATA_FILES.yaraRules),
+    suricata: path.join(abs, DATA_FILES.suricata),
     retentionRules: path.join(abs, DATA_FILES.retentionRules),
     retentionLog: path.join(abs, DATA_FILES.retentionLog),
     lockFile: path.join(abs, DATA_FILES.lockFile),
+    machinesDir: path.join(abs, DATA_FILES.machinesDir),
+    imagesDir: path.join(abs, DATA_FILES.imagesDir),
+    cacheDir: path.join(abs, DATA_FILES.cacheDir),
+    machineDir: (name) => path.join(abs, DATA_FILES.machinesDir, checkName(name)),
+    imageDir: (key) => path.join(abs, DATA_FILES.imagesDir, checkName(key)),
+    aptCache: (id) => path.join(abs, DATA_FILES.cacheDir, 'apt', checkName(id)),
     binary: (sha256) => path.join(binaries, checkSha(sha256)),
     uploadDir: (sha256) => path.join(uploads, checkSha(sha256)),
     upload: (sha256, fileName) => path.join(uploads, checkSha(sha256), checkName(fileName)),
@@ -149,6 +171,8 @@ export const ARTIFACTS = {
   reportMetadata: 'reports/report.metadata.xml',
   /** Bodies of decrypted HTTP exchanges, by sha1. */
   network: 'network',
+  /** The IDS step's run (processing/suricata): its configuration, log and eve.json. */
+  suricata: 'suricata',
   /**
    * The calls store (processing/behavior/calls-store.ts): `calls/index.json`, and per process
    * `calls/<pid>.jsonl` (one call per line) and `calls/<pid>.idx` (8 bytes per call: the line's

@@ -27,7 +27,8 @@ export const routes = [
       { path: 'machines', element: page(async () => (await import('./pages/Machines')).MachinesPage) },
       { path: 'connections', element: page(async () => (await import('./pages/Connections')).ConnectionsPage) },
       { path: 'offline', element: page(async () => (await import('./pages/Offline')).OfflinePage) },
-      { path: 'retention', element: page(async () => (await import('./pages/Retention')).RetentionPage) }
+      { path: 'retention', element: page(async () => (await import('./pages/Retention')).RetentionPage) },
+      { path: 'ids-rules', element: page(async () => (await import('./pages/IdsRules')).IdsRulesPage) }
     ]
   }
 ]

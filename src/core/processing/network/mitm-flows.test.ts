@@ -20,6 +20,9 @@ const flow = (over: Record<string, unknown> = {}) => JSON.stringify({
   error: null, ...over
 })
 
+const tlsFailed = (side: string, sni: string, error: string): string =>
+  JSON.stringify({ type: 'tls_failed', side, client: ['10.0.0.5', 40001], server: ['198.51.100.7', 443], sni, error })
+
 describe('readMitmFlows', () => {
   it('turns flows and refused handshakes into the report\'s shape, and skips garbage', async () => {
     mkdirSync(path.join(dir, 'mitm'))
@@ -28,6 +31,14 @@ describe('readMitmFlows', () => {
       flow({ scheme: 'http', port: 8080, path: '/x', response: null, error: 'connection reset' }),
       flow(), // the same body again: saved once
       '{"type":"tls_failed","client":["10.0.0.5",40001],"server":["198.51.100.7",443],"sni":"pinned.example","error":"bad certificate"}',
+      // What mitmproxy 8.1 words (proxy/layers/tls.py), recorded by the addon with the side that failed.
+      tlsFailed('guest', 'pinned.example', "The client does not trust the proxy's certificate for pinned.example (tlsv1 alert unknown ca)"),
+      tlsFailed('guest', 'other.example', "The client may not trust the proxy's certificate for other.example (OpenSSL Error([('SSL routines', '', 'tlsv1 alert decrypt error')]))"),
+      tlsFailed('guest', 'quiet.example', 'The client disconnected during the handshake. If this happens consistently for quiet.example, this may indicate that the client does not trust the proxy\'s certificate.'),
+      tlsFailed('guest', '', 'Cannot parse ClientHello: 474554202f'),
+      tlsFailed('upstream', 'up.example', "OpenSSL Error([('SSL routines', '', 'sslv3 alert handshake failure')])"),
+      tlsFailed('upstream', 'plain.example', 'The remote server does not speak TLS.'),
+      tlsFailed('upstream', 'gone.example', 'connection closed'),
       'not json', '[]', '{"type":"flow","request":42,"response":"x","client":"y"}', '{"type":"unknown"}'
     ].join('\n') + '\n')
     const r = await readMitmFlows(dir)
@@ -43,7 +54,17 @@ describe('readMitmFlows', () => {
     expect(readFileSync(path.join(dir, 'network', sha1))).toEqual(body)
     expect(r.http_ex).toHaveLength(1)
     expect(r.http_ex.find((e) => e.uri === 'http://up.example:8080/x')).toMatchObject({ status: null, error: 'connection reset' })
-    expect(r.mitm).toEqual(['TLS handshake refused by the guest (10.0.0.5:40001) for pinned.example: bad certificate'])
+    expect(r.mitm).toEqual([
+      // An older addon's record: no side (it recorded the guest's only), the error as it was.
+      'the TLS handshake with the guest (10.0.0.5:40001) for pinned.example failed: bad certificate',
+      'the guest (10.0.0.5:40001) refused the proxy\'s certificate for pinned.example (TLS alert: unknown ca)',
+      'the guest (10.0.0.5:40001) ended the TLS handshake for other.example (TLS alert: decrypt error)',
+      'the guest (10.0.0.5:40001) closed the connection during the TLS handshake for quiet.example, without a TLS alert',
+      'the guest (10.0.0.5:40001) sent no TLS handshake the proxy could read (to 198.51.100.7:443)',
+      'the upstream (198.51.100.7:443) refused the proxy\'s TLS handshake for up.example (TLS alert: handshake failure)',
+      'the upstream (198.51.100.7:443) does not speak TLS (for plain.example)',
+      'the upstream (198.51.100.7:443) closed the connection during the TLS handshake for gone.example, without a TLS alert'
+    ])
   })
 
   it('has nothing to say without flows', async () => {

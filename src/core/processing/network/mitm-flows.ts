@@ -3,9 +3,10 @@
 // 2.0.7's shape ({src, sport, dst, dport, protocol, method, host, uri, status, request, response,
 // req{path, md5, sha1}, resp{path, md5, sha1}, md5, sha1, path}), each body saved once as
 // network/<sha1> as Cuckoo does; plus, for readers that want them, the headers as pairs and a
-// printable beginning of each body. Handshakes the guest refused (a sample that pins its
-// certificates) become lines of `network.mitm`. The guest shaped this traffic: every record is
-// read field by field, and their number and size are bounded.
+// printable beginning of each body. TLS handshakes that failed become lines of `network.mitm`
+// saying what the proxy saw: which side ended it (the guest, as a sample that pins its
+// certificates does, or the upstream) and the TLS alert or error, never a guess at why. The guest
+// shaped this traffic: every record is read field by field, and their number and size are bounded.
 import { createHash } from 'node:crypto'
 import { createReadStream, existsSync } from 'node:fs'
 import { mkdir, writeFile } from 'node:fs/promises'
@@ -92,6 +93,9 @@ export async function readMitmFlows(dir: string): Promise<MitmFlows> {
   }
   const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity })
   let flows = 0
+  // The same failure seen again (mitmproxy tries the upstream once for the handshake and again
+  // for the request; a sample retries) is one line with its count.
+  const failed = new Map<string, number>()
   for await (const line of lines) {
     if (line.length > MAX_LINE || flows >= MAX_FLOWS) continue
     let r: Json
@@ -103,8 +107,8 @@ export async function readMitmFlows(dir: string): Promise<MitmFlows> {
       continue
     }
     if (r.type === 'tls_failed') {
-      const [ip, port] = peer(r.client)
-      out.mitm.push(`TLS handshake refused by the guest (${ip ?? '?'}:${port ?? '?'}) for ${str(r.sni) || 'a server without SNI'}: ${str(r.error).slice(0, 300)}`)
+      const line = describeTlsFailure(r)
+      if (failed.has(line) || failed.size < MAX_FLOWS) failed.set(line, (failed.get(line) ?? 0) + 1)
       continue
     }
     // Only what the addon writes: a flow of a known scheme with a request object.
@@ -142,5 +146,53 @@ export async function readMitmFlows(dir: string): Promise<MitmFlows> {
     }
     ;(protocol === 'https' ? out.https_ex : out.http_ex).push(entry)
   }
+  for (const [line, n] of failed) out.mitm.push(n > 1 ? `${line} (${n} times)` : line)
   return out
+}
+
+/** TLS alerts that say the peer would not accept the certificate it was shown (RFC 8446 §6.2). */
+const CERTIFICATE_ALERTS = new Set(['bad certificate', 'unsupported certificate', 'certificate revoked', 'certificate expired',
+  'certificate unknown', 'unknown ca'])
+
+/**
+ * One failed handshake as the proxy saw it. mitmproxy 8.1's error text (what the addon records)
+ * carries OpenSSL's reason: an alert the peer sent reads "tlsv1 alert unknown ca" (or sslv3,
+ * tlsv13); a connection the peer closed reads "connection closed" (mitmproxy words the guest's
+ * case "The client disconnected during the handshake"). Records of an older addon have no side:
+ * it recorded only the guest's.
+ */
+export function describeTlsFailure(r: Record<string, unknown>): string {
+  const side = r.side === 'upstream' ? 'upstream' : 'guest'
+  const [cip, cport] = peer(r.client)
+  const [sip, sport] = peer(r.server)
+  const guest = `the guest (${cip ?? '?'}:${cport ?? '?'})`
+  const upstream = `the upstream (${sip ?? '?'}:${sport ?? '?'})`
+  const name = str(r.sni).slice(0, 253) || (sip !== null ? `${sip}:${sport ?? '?'} (no SNI)` : 'a server without SNI')
+  const error = str(r.error).slice(0, 2000)
+  const alert = /\b(?:sslv3|tlsv1|tlsv13|tls) alert ([a-z0-9 ]+?)(?=['"\])]|$)/i.exec(error)?.[1]?.toLowerCase()
+  if (side === 'guest') {
+    if (alert !== undefined) {
+      return CERTIFICATE_ALERTS.has(alert)
+        ? `${guest} refused the proxy's certificate for ${name} (TLS alert: ${alert})`
+        : `${guest} ended the TLS handshake for ${name} (TLS alert: ${alert})`
+    }
+    if (/^The client disconnected during the handshake|^connection closed$/.test(error)) {
+      return `${guest} closed the connection during the TLS handshake for ${name}, without a TLS alert`
+    }
+    if (error === 'connection closed early') return `the connection with ${guest} closed before the TLS handshake for ${name}`
+    if (error.startsWith('Cannot parse ClientHello')) return `${guest} sent no TLS handshake the proxy could read (to ${sip ?? '?'}:${sport ?? '?'})`
+    if (/cannot agree on a TLS version/.test(error)) return `${guest} and the proxy have no TLS version in common for ${name}`
+    return `the TLS handshake with ${guest} for ${name} failed: ${openSslReason(error)}`
+  }
+  if (alert !== undefined) return `${upstream} refused the proxy's TLS handshake for ${name} (TLS alert: ${alert})`
+  if (error === 'connection closed') return `${upstream} closed the connection during the TLS handshake for ${name}, without a TLS alert`
+  if (/does not speak TLS/.test(error)) return `${upstream} does not speak TLS (for ${name})`
+  if (/cannot agree on a TLS version/.test(error)) return `${upstream} and the proxy have no TLS version in common for ${name}`
+  return `the TLS handshake with ${upstream} for ${name} failed: ${openSslReason(error)}`
+}
+
+/** OpenSSL's last reason in mitmproxy's "OpenSSL Error([('SSL routines', '', 'reason')])", else the text itself. */
+function openSslReason(error: string): string {
+  const reasons = [...error.matchAll(/\('[^']*', '[^']*', '([^']+)'\)/g)].map((m) => m[1]!)
+  return (reasons.at(-1) ?? error).slice(0, 300) || 'no error given'
 }

@@ -44,7 +44,9 @@ function clean(): Report {
       udp: [{ src: '10.0.0.2', sport: 5000, dst: '8.8.8.8', dport: 53 }]
     },
     dropped: [{ name: 'notes.txt', path: '/data/files/ab_notes.txt', filepath: '/home/user/notes.txt', type: 'ASCII text', yara: [] }],
-    procmemory: []
+    procmemory: [],
+    // A protocol anomaly the bundled rules raise on benign traffic (priority 3): no signature.
+    suricata: { alerts: [idsAlert(2221000, 3)] }
   }
 }
 
@@ -96,7 +98,15 @@ const FIRES: Record<string, (r: Report & { behavior: Report; network: Report }) 
       { api: 'NtWriteVirtualMemory', arguments: { process_handle: '0x000000a4', base_address: '0x00400000' } },
       { api: 'NtCreateThreadEx', arguments: { process_handle: '0x000000a4' } }] })
   },
-  vm_detection_strings: (r) => { (r.strings as string[]).push('SELECT * FROM Win32_Service WHERE Name="VBoxService"') }
+  vm_detection_strings: (r) => { (r.strings as string[]).push('SELECT * FROM Win32_Service WHERE Name="VBoxService"') },
+  suricata_alert_high: (r) => { (r.suricata as { alerts: Report[] }).alerts.push(idsAlert(1100005, 1)) },
+  suricata_alert: (r) => { (r.suricata as { alerts: Report[] }).alerts.push(idsAlert(1100001, 2), idsAlert(1100001, 2)) }
+}
+
+/** An IDS alert as processing/suricata writes one. */
+function idsAlert(sid: number, severity: number): Report {
+  return { sid, signature: `AVIARY test ${sid}`, category: 'x', severity, src_ip: '10.0.0.2', src_port: 40000, dst_ip: '45.33.32.156', dst_port: 80,
+    protocol: 'TCP', timestamp: '2026-11-28T09:08:00.212709+0000', gid: 1, rev: 1, app_proto: 'http', pcap_cnt: 4, source: 'capture' }
 }
 
 describe('signature rules', () => {
@@ -203,7 +213,9 @@ const FITS: Readonly<Record<string, { detects: string; ids: readonly string[] }>
   antidebug_ptrace: { detects: 'a debugger check by tracing oneself', ids: ['T1622'] },
   reads_credentials: { detects: 'shadow hashes, private keys, credential files, browsers\' logins and cookies, the SAM and SECURITY hives', ids: ['T1003.002', 'T1003.004', 'T1003.008', 'T1539', 'T1552.001', 'T1552.004', 'T1555.003'] },
   office_macro_autoexec: { detects: 'a document whose VBA runs when it is opened', ids: ['T1059.005', 'T1204.002'] },
-  lnk_starts_interpreter: { detects: 'a shortcut the user opens that starts an interpreter', ids: ['T1059', 'T1204.002'] }
+  lnk_starts_interpreter: { detects: 'a shortcut the user opens that starts an interpreter', ids: ['T1059', 'T1204.002'] },
+  suricata_alert_high: { detects: 'an IDS alert of priority 1', ids: [] },
+  suricata_alert: { detects: 'an IDS alert of priority 2', ids: [] }
 }
 
 const declared = (rule: SignatureRule): string[] => [...new Set([...rule.ttp, ...(rule.techniques ?? [])])].sort()
@@ -234,7 +246,9 @@ const SILENT: Readonly<Record<string, { run: string; near: string }>> = {
   antidebug_ptrace: { run: 'coreutils', near: 'ordinary programs under the analyzer\'s strace' },
   reads_credentials: { run: 'ssh-keygen', near: 'it reads back the private key it made' },
   office_macro_autoexec: { run: 'python', near: 'the corpus has no Office document: none of its runs may fire it' },
-  lnk_starts_interpreter: { run: 'installer', near: 'the corpus has no shortcut: none of its runs may fire it' }
+  lnk_starts_interpreter: { run: 'installer', near: 'the corpus has no shortcut: none of its runs may fire it' },
+  suricata_alert_high: { run: 'curl', near: 'the corpus\'s reports predate the IDS step: none of its runs may fire it (the clean report\'s priority-3 alert must not)' },
+  suricata_alert: { run: 'wget', near: 'the corpus\'s reports predate the IDS step: none of its runs may fire it' }
 }
 
 describe('the benign corpus', () => {
@@ -271,7 +285,8 @@ describe('ATT&CK ids', () => {
 
   it('a firing case names only techniques its rule declares, at least one (yara_match: its rules\')', () => {
     for (const [name, change] of Object.entries(FIRES)) {
-      if (name === 'yara_match') continue
+      // IDS alerts, like YARA matches, carry no technique of their own.
+      if (name === 'yara_match' || name.startsWith('suricata_')) continue
       const r = clean() as Report & { behavior: Report; network: Report }
       change(r)
       const ids = Object.keys(fired(r, name)!.ttp)

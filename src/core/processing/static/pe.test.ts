@@ -19,15 +19,26 @@ const findNodeExe = (): string | undefined => existsSync(cache)
 // Found again after beforeAll builds the Windows agent (which fetches node.exe) on a fresh clone.
 let nodeExe = findNodeExe()
 const agentExe = join(root, 'out/agent/aviary-agent-win-x64.exe')
-/** A small PE32 (i386) that is on this host anyway: pip's vendored distlib launcher. */
-const pe32 = ((): string | undefined => {
-  try {
-    const dir = execFileSync('python3', ['-c', 'import os, pip._vendor.distlib as d; print(os.path.dirname(d.__file__))']).toString().trim()
-    return existsSync(join(dir, 't32.exe')) ? join(dir, 't32.exe') : undefined
-  } catch {
-    return undefined
-  }
-})()
+/**
+ * A small PE32 (i386) built here by mingw-w64's i686 compiler (scripts/install-debian-deps.sh
+ * installs it): imports from two DLLs, stripped so that nothing follows the last section.
+ */
+function buildPe32(dir: string): string {
+  const src = join(dir, 'pe32.c')
+  writeFileSync(src, [
+    '#include <windows.h>',
+    'int main(void) {',
+    '  char buf[64];',
+    '  DWORD n = GetTempPathA(sizeof buf, buf);',
+    '  if (n == 0) MessageBoxA(NULL, "no temp", "pe32", MB_OK);',
+    '  return (int)GetTickCount() & 1;',
+    '}',
+  ].join('\n'))
+  const out = join(dir, 'pe32.exe')
+  execFileSync('i686-w64-mingw32-gcc', ['-O1', '-s', '-o', out, src, '-luser32'], { timeout: 60_000 })
+  return out
+}
+let pe32 = ''
 
 let tmp = ''
 beforeAll(() => {
@@ -95,7 +106,9 @@ describe.each([['node.exe', () => nodeExe ?? ''], ['agent', () => agentExe]])('P
     // Sections: names, addresses, sizes as objdump sees them; entropy in range.
     const sections = s.pe_sections as PeSectionInfo[]
     const base = imageBase(file)
-    expect(sections.map((x) => [x.name, Math.min(Number(x.virtual_size), Number(x.size_of_data)), base + BigInt(x.virtual_address)]))
+    // objdump's size is the smaller of the two, or the virtual size of a section with no file data (.bss).
+    const size = (x: PeSectionInfo): number => Number(x.size_of_data) === 0 ? Number(x.virtual_size) : Math.min(Number(x.virtual_size), Number(x.size_of_data))
+    expect(sections.map((x) => [x.name, size(x), base + BigInt(x.virtual_address)]))
       .toEqual(objdumpSections(file).map(([n, size, vma]) => [n, size, vma]))
     for (const x of sections) expect(x.entropy).toBeGreaterThanOrEqual(0)
     expect(sections.find((x) => x.name === '.text')?.entropy).toBeGreaterThan(5)
@@ -132,9 +145,11 @@ describe.each([['node.exe', () => nodeExe ?? ''], ['agent', () => agentExe]])('P
   })
 })
 
-describe.skipIf(pe32 === undefined)('PE32', () => {
+describe('PE32', () => {
+  beforeAll(() => { pe32 = buildPe32(tmp) })
+
   it('a 32-bit PE matches objdump and YARA', async () => {
-    const file = pe32 ?? ''
+    const file = pe32
     const { static: s } = await staticAnalysis(file, null)
     expect(s.pe_is64).toBe(false)
     const imports = s.pe_imports as PeImportedDll[]
@@ -152,12 +167,14 @@ describe.skipIf(pe32 === undefined)('PE32', () => {
     expect(o).toEqual({ offset: `0x${readFileSync(file).length.toString(16).padStart(8, '0')}`, size: 777 })
     const base = imageBase(file)
     const sections = s.pe_sections as PeSectionInfo[]
-    expect(sections.map((x) => [x.name, Math.min(Number(x.virtual_size), Number(x.size_of_data)), base + BigInt(x.virtual_address)]))
+    // objdump's size is the smaller of the two, or the virtual size of a section with no file data (.bss).
+    const size = (x: PeSectionInfo): number => Number(x.size_of_data) === 0 ? Number(x.virtual_size) : Math.min(Number(x.virtual_size), Number(x.size_of_data))
+    expect(sections.map((x) => [x.name, size(x), base + BigInt(x.virtual_address)]))
       .toEqual(objdumpSections(file).map(([n, size, vma]) => [n, size, vma]))
   })
 
   it('never throws anything but PeFormatError on 400 mutated copies', () => {
-    const original = readFileSync(pe32 ?? '')
+    const original = readFileSync(pe32)
     let seed = 0x2545f491
     const rand = (n: number): number => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed % n }
     let partial = 0

@@ -14,6 +14,7 @@ import { table, type Obj } from './blocks'
 import { header, signaturesSection, title } from './summary-sections'
 import { behaviorSection } from './behavior-section'
 import { networkSection } from './network-section'
+import { suricataSection } from './suricata-section'
 import { bufferSection, droppedSection, screenshotsSection, staticSection } from './files-section'
 import { REPORT_SECTIONS, type HtmlSectionKey } from '../../../shared/report-sections'
 import { num, objs, str, strs } from '../report-view'
@@ -49,6 +50,7 @@ const HTML_SECTIONS: Record<HtmlSectionKey, SectionRenderer> = {
   signatures: signaturesSection,
   behavior: behaviorSection,
   network: networkSection,
+  suricata: suricataSection,
   dropped: droppedSection,
   buffer: bufferSection,
   static: staticSection,

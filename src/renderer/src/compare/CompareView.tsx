@@ -111,6 +111,15 @@ export function CompareView({ a, b, onlyDiff }: { a: ReportFacts; b: ReportFacts
             { title: 'seen by', cell: (r) => <SafeText value={[...new Set([...(r.a?.sources ?? []), ...(r.b?.sources ?? [])])].join(', ')} /> }
           ]} />
         </DiffSection>
+        <DiffSection title="IDS alerts" rows={c.idsAlerts} level={3}>
+          <DiffTable rows={c.idsAlerts} label="IDS alerts" onlyDiff={onlyDiff} columns={[
+            { title: 'sid', cell: (r) => <Mono value={r.key} />, sort: (r) => (r.a ?? r.b)?.sid ?? 0 },
+            { title: 'signature', cell: (r) => <SafeText value={(r.a ?? r.b)?.signature} />, sort: (r) => (r.a ?? r.b)?.signature ?? '' },
+            { title: 'severity', cell: (r) => (r.a ?? r.b)?.severity, sort: (r) => (r.a ?? r.b)?.severity ?? 9 },
+            { title: 'in A', cell: (r) => side(r, 'a', (x) => <span>{x.count}× <Tags values={x.destinations} max={5} /></span>) },
+            { title: 'in B', cell: (r) => side(r, 'b', (x) => <span>{x.count}× <Tags values={x.destinations} max={5} /></span>) }
+          ]} />
+        </DiffSection>
       </DiffSection>
 
       <DiffSection title="Dropped files" rows={c.dropped}>

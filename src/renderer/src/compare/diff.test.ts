@@ -50,3 +50,15 @@ describe('compareFacts', () => {
     expect(c.staticFacts.map((r) => [r.key, r.changed])).toEqual([['PDF version', false], ['PDF javascript', true]])
   })
 })
+
+describe('IDS alerts', () => {
+  const alert = (sid: number, dst: string, port: number) => ({ sid, signature: `rule ${sid}`, severity: 2, dst_ip: dst, dst_port: port })
+  it('are compared by sid: only in A, only in B, in both with another count; hostile shapes ignored', () => {
+    const a = reportFacts({ suricata: { alerts: [alert(1100001, '10.0.0.9', 80), alert(1100001, '10.0.0.9', 80), alert(1100003, '10.0.0.1', 53), { sid: 'x' }, null] } })
+    const b = reportFacts({ suricata: { alerts: [alert(1100001, '10.0.0.7', 8080), alert(1100005, '203.0.113.4', 4444)] } })
+    expect(a.idsAlerts.map((x) => [x.key, x.count, x.destinations])).toEqual([['1100001', 2, ['10.0.0.9:80']], ['1100003', 1, ['10.0.0.1:53']]])
+    const rows = compareFacts(a, b).idsAlerts
+    expect(rows.map((r) => [r.key, r.where, r.changed])).toEqual([['1100001', 'both', true], ['1100003', 'a', false], ['1100005', 'b', false]])
+    expect(reportFacts({ suricata: 'garbage' }).idsAlerts).toEqual([])
+  })
+})

@@ -3,7 +3,7 @@
 // signature's severity, a fact's value, how many processes have a name). Rows are in key order,
 // so what the two share lines up and what differs stands between.
 import type { Technique } from '../report/attack'
-import type { Address, DroppedFile, Domain, Fact, HttpRequest, ProcessLine, ProcessName, ProcessPath, ReportFacts, SetItem, Signature } from './facts'
+import type { Address, DroppedFile, Domain, Fact, HttpRequest, IdsAlert, ProcessLine, ProcessName, ProcessPath, ReportFacts, SetItem, Signature } from './facts'
 
 export type Where = 'a' | 'b' | 'both'
 
@@ -30,6 +30,7 @@ export interface Comparison {
   domains: Row<Domain>[]
   addresses: Row<Address>[]
   http: Row<HttpRequest>[]
+  idsAlerts: Row<IdsAlert>[]
   dropped: Row<DroppedFile>[]
   staticFacts: Row<Fact>[]
   staticSets: { title: string; rows: Row<SetItem>[] }[]
@@ -84,6 +85,7 @@ export function compareFacts(a: ReportFacts, b: ReportFacts): Comparison {
     domains: diffBy(a.domains, b.domains, (x, y) => sameList(x.ips, y.ips)),
     addresses: diffBy(a.addresses, b.addresses, (x, y) => sameList(x.ports, y.ports)),
     http: diffBy(a.http, b.http, (x, y) => sameList(x.statuses, y.statuses)),
+    idsAlerts: diffBy(a.idsAlerts, b.idsAlerts, (x, y) => x.count === y.count),
     dropped: diffBy(a.dropped, b.dropped, (x, y) => sameList(x.paths, y.paths)),
     staticFacts: diffBy(a.staticFacts, b.staticFacts, (x, y) => x.value === y.value, true),
     staticSets: setTitles.map((title) => ({ title, rows: diffBy(items(a, title), items(b, title), (x, y) => x.detail === y.detail) }))

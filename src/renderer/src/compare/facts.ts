@@ -24,6 +24,8 @@ export interface ProcessLine { key: string; name: string; commandLine: string; c
 export interface ProcessPath { key: string; names: string[]; count: number }
 export interface Domain { key: string; ips: string[] }
 export interface Address { key: string; ports: string[] }
+/** An IDS rule that alerted (report.suricata.alerts), by sid: how often, and on which destinations. */
+export interface IdsAlert { key: string; sid: number; signature: string; severity: number; count: number; destinations: string[] }
 export interface HttpRequest { key: string; method: string; url: string; statuses: string[]; sources: string[]; userAgent: string }
 export interface DroppedFile { key: string; sha256: string; names: string[]; paths: string[]; size: number | null; type: string; count: number }
 /** One labelled value (a file's type, an imphash, an ELF header field). */
@@ -45,6 +47,7 @@ export interface ReportFacts {
   domains: Domain[]
   addresses: Address[]
   http: HttpRequest[]
+  idsAlerts: IdsAlert[]
   dropped: DroppedFile[]
   staticFacts: Fact[]
   staticSets: FactSet[]
@@ -381,6 +384,23 @@ function staticFacts(report: unknown, capped: string[]): Pick<ReportFacts, 'stat
   return { staticFacts: d.facts, staticSets: sets }
 }
 
+// ---- the IDS
+
+function idsFacts(report: unknown, capped: string[]): IdsAlert[] {
+  const bag = new Bag<IdsAlert>()
+  for (const a of objs(obj(report, 'suricata'), 'alerts')) {
+    const sid = num(a, 'sid')
+    if (sid === null) continue
+    const e = bag.at(String(sid), () => ({ key: String(sid), sid, signature: cut(str(a, 'signature'), 300), severity: num(a, 'severity') ?? 3, count: 0, destinations: [] }))
+    if (e === undefined) continue
+    e.count++
+    const port = num(a, 'dst_port')
+    addTo(e.destinations, `${str(a, 'dst_ip')}${port !== null ? `:${port}` : ''}`)
+  }
+  noteCap(capped, 'IDS alerts', bag)
+  return bag.values()
+}
+
 // ---- the whole digest
 
 function overviewFacts(report: unknown, f: Pick<ReportFacts, 'signatures' | 'processCount' | 'dropped'>): Fact[] {
@@ -418,6 +438,6 @@ export function reportFacts(report: unknown): ReportFacts {
     title: reportTitle(report),
     score: num(obj(report, 'info'), 'score'),
     overview: overviewFacts(report, { signatures: sig.signatures, processCount: proc.processCount, dropped }),
-    ...sig, ...proc, ...net, dropped, ...stat, capped
+    ...sig, ...proc, ...net, idsAlerts: idsFacts(report, capped), dropped, ...stat, capped
   }
 }

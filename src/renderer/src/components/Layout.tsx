@@ -17,7 +17,8 @@ export const NAV = [
   { to: '/machines', label: 'Machines' },
   { to: '/connections', label: 'Connections' },
   { to: '/offline', label: 'Offline' },
-  { to: '/retention', label: 'Retention' }
+  { to: '/retention', label: 'Retention' },
+  { to: '/ids-rules', label: 'IDS rules' }
 ] as const
 
 export function Layout(): JSX.Element {

@@ -140,7 +140,8 @@ describe('Task page', () => {
         response: { status: 200, reason: 'OK', headers: [['Content-Type', 'text/plain'], ['X-Name', 'invoice\u202Egpj.exe']],
           body_b64: Buffer.from(answer).toString('base64'), body_size: answer.length, truncated: false },
         error: null },
-      { type: 'tls_failed', time: t + 1, client: ['10.0.0.5', 40001], server: ['198.51.100.8', 443], sni: 'pinned.example', error: 'certificate unknown' }
+      { type: 'tls_failed', side: 'guest', time: t + 1, client: ['10.0.0.5', 40001], server: ['198.51.100.8', 443], sni: 'pinned.example',
+        error: 'The client does not trust the proxy\'s certificate for pinned.example (sslv3 alert certificate unknown)' }
     ]
     mkdirSync(path.join(dir, 'mitm'), { recursive: true })
     writeFileSync(path.join(dir, 'mitm', 'flows.jsonl'), flows.map((f) => JSON.stringify(f)).join('\n') + '\n')
@@ -178,8 +179,8 @@ describe('Task page', () => {
     expect(line.getAttribute('aria-expanded')).toBe('false')
     expect(document.getElementById(details.id)).toBeNull()
 
-    const refused = within(panel).getByRole('list', { name: 'Refused TLS handshakes' })
-    expect(refused.textContent).toMatch(/TLS handshake refused by the guest \(10\.0\.0\.5:40001\) for pinned\.example: certificate unknown/)
+    const refused = within(panel).getByRole('list', { name: 'Failed TLS handshakes' })
+    expect(refused.textContent).toMatch(/the guest \(10\.0\.0\.5:40001\) refused the proxy's certificate for pinned\.example \(TLS alert: certificate unknown\)/)
 
     const download = within(decrypted).getByRole('link', { name: 'download the flows (mitmproxy)' })
     expect(download.getAttribute('href')).toBe(`${h.url}/aviary/tasks/${routed}/flows`)

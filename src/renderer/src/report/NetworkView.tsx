@@ -1,4 +1,4 @@
-// Network: the route the task's traffic took, contacted hosts, DNS queries with their answers,
+// Network: the route the task's traffic took, the IDS's alerts (IdsAlerts.tsx), contacted hosts, DNS queries with their answers,
 // resolved domains, HTTP requests seen in the capture, the exchanges the decrypting proxy saw
 // (mitm=1: https_ex and http_ex, each with its headers and the start of its bodies on demand, and
 // the flows file), the TLS handshakes the guest refused, TLS server names (SNI), and the TCP and
@@ -9,6 +9,7 @@ import { SafeLines, SafeText, Bytes } from '../components/text'
 import { isObj, num, obj, objs, str, strs, textOf, type Obj, type ReportSources } from './model'
 import { DataTable, Download, KeyValues, Mono, Section, Tags, type Column } from './common'
 import { CapturedHttp } from './CapturedHttp'
+import { IdsAlerts } from './IdsAlerts'
 
 const endpoint = (o: Obj, ip: string, port: string) => `${str(o, ip)}${num(o, port) !== null ? `:${num(o, port)}` : ''}`
 
@@ -63,6 +64,7 @@ export function NetworkView({ report, sources, taskRoute = null }: { report: unk
             : <span key="p" className="text-zinc-600 dark:text-zinc-400">no packet capture from this source</span>]
         ]} />
       </div>
+      <IdsAlerts report={report} />
       <Section title="Hosts" count={hosts.length}>
         {hosts.length > 0 && <Tags values={hosts} />}
         {others.length > 0 && (
@@ -106,11 +108,11 @@ export function NetworkView({ report, sources, taskRoute = null }: { report: unk
         </Section>
       )}
       {refused.length > 0 && (
-        <Section title="Refused TLS handshakes" count={refused.length}>
+        <Section title="Failed TLS handshakes" count={refused.length}>
           <p className="mb-1.5 text-sm text-zinc-600 dark:text-zinc-400">
-            The guest refused the proxy&apos;s certificate here (a sample that pins its certificates, or a program that does not trust Aviary&apos;s CA): this traffic was not decrypted.
+            The proxy could not complete these handshakes, so this traffic was not decrypted. Each says which side ended it (the guest, or the upstream server) and the TLS alert or error the proxy saw.
           </p>
-          <ul aria-label="Refused TLS handshakes" className="flex flex-col gap-1">
+          <ul aria-label="Failed TLS handshakes" className="flex flex-col gap-1">
             {refused.slice(0, MAX_NOTES).map((line, i) => (
               <li key={i} className="rounded border-l-4 border-amber-500 bg-amber-50 px-2 py-1 text-sm text-amber-950 dark:bg-amber-950/40 dark:text-amber-100">
                 <span aria-hidden className="mr-1">⚠</span><SafeText value={textOf(line, 1000)} />

@@ -55,7 +55,7 @@ describe('report views', () => {
     // A mistyped exchange still opens (nothing to show is said so), and the refused handshake keeps its marker.
     await user.click(within(screen.getByRole('list', { name: 'Decrypted requests' })).getByRole('button'))
     expect(screen.getAllByText('No headers.').length).toBeGreaterThan(0)
-    expect(within(screen.getByRole('list', { name: 'Refused TLS handshakes' })).getByText('RLO')).toBeTruthy()
+    expect(within(screen.getByRole('list', { name: 'Failed TLS handshakes' })).getByText('RLO')).toBeTruthy()
     expect(container.innerHTML).not.toContain('\u202E')
     await user.click(screen.getByRole('tab', { name: 'Raw JSON' }))
     await user.click(screen.getByRole('button', { name: 'Text' }))

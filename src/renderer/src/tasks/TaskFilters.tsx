@@ -11,11 +11,11 @@ import { useTasksView, type SearchIn } from './filter-store'
 import { useDebounced } from './use-debounced'
 
 const KIND_LABELS: Record<SearchKind, string> = {
-  domain: 'Domain', ip: 'IP address', url: 'URL', sig: 'Signature', hash: 'Hash', name: 'Name', tag: 'Tag', machine: 'Machine', id: 'Task id'
+  domain: 'Domain', ip: 'IP address', url: 'URL', sig: 'Signature', alert: 'IDS alert', hash: 'Hash', name: 'Name', tag: 'Tag', machine: 'Machine', id: 'Task id'
 }
 const PLACEHOLDERS: Record<SearchIn, string> = {
   any: 'Search: domain, IP, URL, hash, signature, name, tag, machine, id, or kind:value',
-  domain: 'evil.example (and its subdomains)', ip: '203.0.113.9 or 2001:db8::1', url: 'evil.example/gate.php', sig: 'antivm or antivm_generic_disk',
+  domain: 'evil.example (and its subdomains)', ip: '203.0.113.9 or 2001:db8::1', url: 'evil.example/gate.php', sig: 'antivm or antivm_generic_disk', alert: '2019401 or "ET TROJAN"',
   hash: 'md5, sha1, sha256, or its first 6+ hex digits', name: 'part of a file name or URL', tag: 'win7', machine: 'cuckoo1', id: '42'
 }
 const SORTS: { value: `${TaskSort}:${'asc' | 'desc'}`; label: string }[] = [

@@ -20,6 +20,7 @@ import { antidebugPtrace } from './antidebug-ptrace'
 import { readsCredentials } from './reads-credentials'
 import { officeMacroAutoexec } from './office-macro-autoexec'
 import { lnkStartsInterpreter } from './lnk-starts-interpreter'
+import { suricataAlert, suricataAlertHigh } from './suricata-alert'
 
 export const RULES: readonly SignatureRule[] = [
   dropsExecutable,
@@ -42,5 +43,7 @@ export const RULES: readonly SignatureRule[] = [
   antidebugPtrace,
   readsCredentials,
   officeMacroAutoexec,
-  lnkStartsInterpreter
+  lnkStartsInterpreter,
+  suricataAlertHigh,
+  suricataAlert
 ]
