@@ -11,7 +11,7 @@ import { AGENT_PORT } from '../../guest-protocol/agent-api'
 import { GuestSession, type GuestStartSpec } from '../guest/guest-session'
 import type { GuestStatus } from '../db/guests.repository'
 import type { TaskLog } from './task-log'
-import { RunClock } from './run-clock'
+import { FINISH_GRACE_MS, RunClock } from './run-clock'
 
 export type Ending =
   | { kind: 'completed' }
@@ -101,7 +101,7 @@ export class GuestPhase {
     let result
     try {
       result = await session.waitForCompletion({
-        timeoutMs: left(), endAt: () => clock.endsAt + (clock.finishing ? 0 : o.critical * 1000), signal,
+        timeoutMs: left(), endAt: () => clock.endsAt + (clock.finishing ? FINISH_GRACE_MS : o.critical * 1000), signal,
         onRunning: () => this.h.stage('sample_running', null),
         onStale: (what) => this.foreign(`ignored ${what} from an analyzer of an earlier run`)
       })
@@ -127,7 +127,8 @@ export class GuestPhase {
       case 'aborted':
         throw new Error('interrupted') // run() says by what
       case 'timeout':
-        return this.timedOut(o.timeout, o.critical)
+        // After Finish now the wait ends FINISH_GRACE_MS later: not a timeout, the analyst's end.
+        return clock.finishing ? this.finishedUnreported() : this.timedOut(o.timeout + clock.extendedBy, o.critical)
     }
   }
 
