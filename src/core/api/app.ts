@@ -69,7 +69,15 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   // Registered before the security hooks, so that its own hook marks an upgrade request first
   // and the socket of a refused upgrade (401, 403, 409) is closed after the answer: otherwise a
   // client could hold it open, and the service would wait for it when it stops.
-  await app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false, handleProtocols: consoleProtocol } })
+  // A client that breaks the websocket protocol (a frame over the cap, a bad opcode) is the
+  // client's doing, and ws has already closed it: a line, not an error with a stack.
+  await app.register(websocket, {
+    options: { maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false, handleProtocols: consoleProtocol },
+    errorHandler: (err, _socket, request) => {
+      if (typeof (err as NodeJS.ErrnoException).code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('WS_ERR_')) request.log.info(`console websocket cut off: ${err.message}`)
+      else request.log.error(err)
+    }
+  })
   // Browser sign-ins live as long as this app: a restart signs every browser out.
   const sessions = new SessionStore()
   installSecurity(app, { apiToken: opts.apiToken, allowedOrigins: opts.allowedOrigins, isPublic: isPublicUiRequest, sessions })
