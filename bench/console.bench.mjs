@@ -109,8 +109,9 @@ const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]
 
 try {
   const work = tempDir('aviary-console-bench-')
-  // The test guest's helper is TypeScript: bundled for this run.
-  const guestJs = path.join(root, 'out', `console-bench-guest-${process.pid}.mjs`)
+  // The test guest's helper is TypeScript: bundled for this run, next to it (it finds the repo
+  // from its own place).
+  const guestJs = path.join(root, 'test/guests', `.console-bench-guest-${process.pid}.mjs`)
   onCleanup(() => rmSync(guestJs, { force: true }), `remove ${guestJs}`)
   await build({ entryPoints: [path.join(root, 'test/guests/kvm-guest.ts')], bundle: true, platform: 'node', format: 'esm', outfile: guestJs, packages: 'external', logLevel: 'error' })
   const { ensureKvmGuest, aviaryAgent } = await import(pathToFileURL(guestJs).href)
