@@ -42,7 +42,10 @@ const TIMEOUT_S = {
   dist: 180,
   // a Debian machine under TCG: boot, snapshot, deep doctor, a task; and the image built first
   // when out/linux-guest/ has none (the tests build it there)
-  machines: 900
+  machines: 900,
+  // the console test guest under TCG (built and snapshotted first when out/test-guest/ has none),
+  // a task, 2 typed rounds, 10 s busy and 10 s idle
+  console: 600
 }
 /** After SIGTERM, how long a bench has to clean up before SIGKILL (its cleanup is bounded at 60 s). */
 const GRACE_S = 70

@@ -17,7 +17,8 @@
 //
 //   node scripts/build-test-guest.mjs                 the stand-in guest
 //   node scripts/build-test-guest.mjs --spec s.json   {"agent": [...], "files": [{"from","to","mode"}],
-//                                                      "node": true, "out": "...", "ip", "gateway", "dns"}
+//                                                      "node": true, "out": "...", "ip", "gateway", "dns",
+//                                                      "consoleShell": true (a root shell on the VGA console, tty1)}
 // Prints the manifest (JSON: key, kernel, initrd, disk, cmdline, ...) on stdout; progress on stderr.
 import { execFile, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -57,7 +58,9 @@ function normalize(spec) {
     node: spec.node ?? true,
     ip: spec.ip ?? '10.205.0.2/24',
     gateway: spec.gateway ?? '10.205.0.1',
-    dns: spec.dns ?? '10.205.0.1'
+    dns: spec.dns ?? '10.205.0.1',
+    // Left out when false, so the specs (and cache keys) of guests without it stay as they were.
+    ...(spec.consoleShell ? { consoleShell: true } : {})
   }
 }
 
@@ -202,7 +205,8 @@ async function buildDisk(spec, files, work, dest) {
   }
   const [ipAddr] = spec.ip.split('/')
   const vars = { IP: spec.ip, GATEWAY: spec.gateway }
-  put(path.join(rootfs, 'etc/inittab'), template('inittab'))
+  // consoleShell: what is typed on the VGA console (the live console's keyboard) runs as root.
+  put(path.join(rootfs, 'etc/inittab'), template('inittab') + (spec.consoleShell ? 'tty1::respawn:-/bin/sh\n' : ''))
   put(path.join(rootfs, 'etc/init.d/rcS'), template('rcS', vars), 0o755)
   put(path.join(rootfs, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\n')
   put(path.join(rootfs, 'etc/group'), 'root:x:0:\n')

@@ -54,6 +54,7 @@ export async function main(argv: string[]): Promise<number> {
     .addOption(new Option('--api-token <token>', 'require "Authorization: Bearer <token>"').env('AVIARY_API_TOKEN'))
     .option('--max-upload-size <size>', 'largest accepted sample, e.g. 512M or 2G', size)
     .option('--max-machines <n>', 'analyses running at once (default: max_machines of machines.json, 0 = no limit)', int('max machines', 0, 1000))
+    .option('--console-remote', 'serve the live console (a running guest\'s keyboard and screen) to other hosts too; default: this host only')
     .option('--debug', 'verbose logging; enables GET /exit')
     .action(async (o: ServeOptions) => {
       exitCode = await serve(o)
@@ -146,6 +147,7 @@ interface ServeOptions {
   apiToken?: string
   maxUploadSize?: number
   maxMachines?: number
+  consoleRemote?: boolean
   debug?: boolean
 }
 
@@ -203,7 +205,8 @@ async function serve(o: ServeOptions): Promise<number> {
     debug: o.debug ?? false,
     logLevel: o.debug ? 'debug' : 'info',
     ...(o.maxUploadSize ? { maxUploadBytes: o.maxUploadSize } : {}),
-    ...(o.maxMachines !== undefined ? { maxMachines: o.maxMachines } : {})
+    ...(o.maxMachines !== undefined ? { maxMachines: o.maxMachines } : {}),
+    consoleRemote: o.consoleRemote ?? false
   })
   process.once('SIGINT', shutdown)
   process.once('SIGTERM', shutdown)

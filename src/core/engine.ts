@@ -21,6 +21,8 @@ import type { EventBus } from './events/event-bus'
 import { loadFleetConfig, type EngineSettings } from './machinery/machines-config'
 import { createDrivers, driverSettingsChanged, type DriverSet } from './machinery/drivers'
 import { ResultServer } from './resultserver/result-server'
+import { ConsoleHub, DEFAULT_RECORD_CAP } from './console/console-hub'
+import { RunControls } from './scheduler/run-clock'
 import { AnalysisRunner } from './scheduler/analysis-runner'
 import { Scheduler } from './scheduler/scheduler'
 import { recoverAfterRestart } from './scheduler/recovery'
@@ -59,6 +61,11 @@ export interface EngineOptions {
   /** The service's hashing workers, for processing. */
   hashing?: FileHashing
   aviaryVersion: string
+  /** The live consoles the API serves (shared with it); default: the engine's own. */
+  consoles?: ConsoleHub
+  runControls?: RunControls
+  /** The bytes one run's console recordings may take together (default DEFAULT_RECORD_CAP). */
+  consoleRecordCap?: number | undefined
 }
 
 interface Running {
@@ -120,7 +127,10 @@ export class Engine {
       layout: o.layout, tasks: o.tasks, queue, machines: o.machines, guests, timeline: o.timeline, samples: o.samples,
       resultServer, settings, analyzerDir: o.analyzerDir ?? defaultAnalyzerDir(), routesReady,
       driver: (kind) => this.drivers!.get(kind),
-      log: o.log
+      log: o.log,
+      consoles: o.consoles ?? new ConsoleHub(),
+      runControls: o.runControls ?? new RunControls(),
+      consoleRecordCap: o.consoleRecordCap ?? DEFAULT_RECORD_CAP
     }, () => scheduler?.kick())
     scheduler = new Scheduler({
       queue, machines: o.machines, timeline: o.timeline, bus: o.bus,

@@ -33,6 +33,10 @@ import { DEFAULT_HOST, DEFAULT_MAX_UPLOAD, DEFAULT_PORT, VERSION } from './confi
 import type { UnpackLimits } from './submit/unpack'
 import { RetentionService } from './retention/retention.service'
 import { RetentionSchedule, type ScheduleOptions } from './retention/retention-schedule'
+import { ConsoleHub, DEFAULT_RECORD_CAP } from './console/console-hub'
+import { ConsoleService } from './console/console.service'
+import { RunControls } from './scheduler/run-clock'
+import { GuestsRepository } from './db/guests.repository'
 
 export interface ServiceOptions {
   dataDir: string
@@ -62,6 +66,10 @@ export interface ServiceOptions {
   engine?: boolean
   /** The built UI served at `/` (default: out/renderer next to the bundle); null serves none. */
   uiDir?: string | null
+  /** Serve the live console to hosts other than this one (default: loopback only). */
+  consoleRemote?: boolean
+  /** The bytes one run's console recordings may take together (default 256 MiB). */
+  consoleRecordCap?: number
   /** The retention schedule's clock and how often it looks (tests: a moved clock, a few ms). */
   retentionSchedule?: Pick<ScheduleOptions, 'checkMs' | 'now'>
 }
@@ -81,6 +89,7 @@ interface Running {
 export class AviaryService {
   readonly layout: StorageLayout
   private running: Running | null = null
+  private consoleHub: ConsoleHub | null = null
   private starting: Promise<{ url: string }> | null = null
 
   constructor(private readonly opts: ServiceOptions) {
@@ -94,6 +103,15 @@ export class AviaryService {
   /** The running engine (tests reload machines.json through it instead of waiting for the poll). */
   get engine(): Engine | null {
     return this.running?.engine ?? null
+  }
+
+  /**
+   * The live consoles (src/core/console/console-hub.ts): runs register their machine's; prepare
+   * mode registers a machine outside any task here (`register({ task: null, machine, ... })`),
+   * and the routes keyed by machine serve it.
+   */
+  get consoles(): ConsoleHub | null {
+    return this.running ? this.consoleHub : null
   }
 
   /** Task and machine events of the running service (the desktop shell notifies from them). */
@@ -132,6 +150,10 @@ export class AviaryService {
       // Retention logs to the app's log, which exists once the app is built.
       let appLog: App['log'] | null = null
       const log = { info: (m: string) => appLog?.info(m), warn: (m: string) => appLog?.warn(m) }
+      const consoleHub = new ConsoleHub()
+      const runControls = new RunControls()
+      const consoleRecordCap = this.opts.consoleRecordCap ?? DEFAULT_RECORD_CAP
+      this.consoleHub = consoleHub
       retention = new RetentionService({ db, layout, tasks: tasksService, log, now: this.opts.retentionSchedule?.now })
       const app = await buildApp(
         {
@@ -155,6 +177,8 @@ export class AviaryService {
           // The engine is made after the app: read when a request comes.
           get fleet() { return engine?.fleet ?? null },
           retention,
+          consoles: new ConsoleService({ hub: consoleHub, runs: runControls, tasks, guests: new GuestsRepository(db), machines, layout, recordCap: consoleRecordCap }),
+          consoleRemote: this.opts.consoleRemote ?? false,
           idsDir: layout.suricata,
           routing: () => (engine ? engine.routing() : staticRouting),
           requestExit: () => (this.opts.onExitRequest ?? (() => void this.stop()))()
@@ -174,6 +198,7 @@ export class AviaryService {
           log: { info: (m) => app.log.info(m), warn: (m) => app.log.warn(m), error: (m) => app.log.error(m) },
           maxMachines: this.opts.maxMachines,
           analyzerDir: this.opts.analyzerDir,
+          consoles: consoleHub, runControls, consoleRecordCap,
           ...(this.opts.configPollMs ? { configPollMs: this.opts.configPollMs } : {})
         })
         // Before the API listens: tasks a crash left running are recovered before anyone asks.
@@ -212,6 +237,8 @@ export class AviaryService {
     await r.schedule.stop()
     await r.retention.stop()
     await r.engine?.stop()
+    // Consoles no run holds (prepare mode's) end too; the runs closed their own.
+    this.consoleHub?.closeAll('the service is stopping')
     await r.app.close()
     await r.pool.stop()
     r.bus.close()

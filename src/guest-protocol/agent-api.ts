@@ -116,3 +116,14 @@ export const RUN_FIELD = 'run'
  */
 export const TRUSTED_CA_FILE = 'ca.crt'
 export const TRUSTED_CA_HASH_FILE = 'ca.hash'
+
+/**
+ * Aviary's analyzer reads its end from this file next to analysis.conf, which the host stores (POST
+ * /store) whenever the analyst moves the end (Extend, Finish now): JSON `{"seq": n, "remaining_ms":
+ * m}`, the end being m ms after the analyzer sees a new seq (the host's and the guest's clocks may
+ * differ, a duration does not). A plain name, like the CA's. Cuckoo's analyzer never reads it and
+ * keeps its own timeout.
+ */
+export const DEADLINE_FILE = 'deadline.json'
+/** The largest deadline file the analyzer reads. */
+export const DEADLINE_FILE_MAX = 256

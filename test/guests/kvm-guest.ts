@@ -21,14 +21,20 @@ const OUT = path.join(ROOT, 'out/test-guest')
 const BUILD_SCRIPT = path.join(ROOT, 'scripts/build-test-guest.mjs')
 
 const URI = 'qemu:///system'
-const DOMAIN = 'avkvm-guest'
-const NETWORK = 'avkvm'
-const BRIDGE = 'avkvm-br'
-const TAP = 'avkvm0'
-const MAC = '52:54:00:cd:00:02'
-const HOST_IP = '10.205.0.1'
-const GUEST_IP = '10.205.0.2'
 const AGENT_PORT = 8000
+
+/**
+ * The names and addresses of one test guest. `default` is the guest every kvm test shares;
+ * `console` is the live console's (test/ui-e2e/console.e2e.test.ts): a root shell on its VGA
+ * console (what is typed there runs), on its own domain and network, so it never redefines the
+ * shared guest under another test that holds it.
+ */
+const INSTANCES = {
+  default: { domain: 'avkvm-guest', network: 'avkvm', bridge: 'avkvm-br', tap: 'avkvm0', mac: '52:54:00:cd:00:02', hostIp: '10.205.0.1', guestIp: '10.205.0.2', consoleShell: false },
+  console: { domain: 'avcon-guest', network: 'avcon', bridge: 'avcon-br', tap: 'avcon0', mac: '52:54:00:cd:09:02', hostIp: '10.209.0.1', guestIp: '10.209.0.2', consoleShell: true }
+} as const
+export type KvmInstance = keyof typeof INSTANCES
+type Instance = (typeof INSTANCES)[KvmInstance]
 const SNAPSHOT = 'clean'
 /** Cold boot to the agent answering is ~10-15 s here; a loaded shared machine can take far longer. */
 const BOOT_TIMEOUT_MS = 300_000
@@ -52,6 +58,8 @@ export interface KvmGuestOptions {
   memoryMiB?: number
   /** How long to wait for another process's lease on the guest. Default 20 min. */
   leaseTimeoutMs?: number
+  /** Which test guest (INSTANCES). Default `default`. */
+  instance?: KvmInstance
 }
 
 export interface KvmGuest {
@@ -103,7 +111,11 @@ export function aviaryAgent(binary = path.join(ROOT, 'out/agent/aviary-agent-lin
 async function buildImage(opts: KvmGuestOptions): Promise<Manifest> {
   mkdirSync(OUT, { recursive: true })
   const specFile = path.join(OUT, `.spec-${process.pid}.json`)
-  writeFileSync(specFile, JSON.stringify({ out: OUT, agent: opts.agent, files: opts.files ?? [], node: opts.node ?? true }))
+  const inst = INSTANCES[opts.instance ?? 'default']
+  // The default guest's spec is left as it was, so its image (and its cache key) does not change.
+  const net = opts.instance === undefined || opts.instance === 'default' ? {}
+    : { ip: `${inst.guestIp}/24`, gateway: inst.hostIp, dns: inst.hostIp, consoleShell: inst.consoleShell }
+  writeFileSync(specFile, JSON.stringify({ out: OUT, agent: opts.agent, files: opts.files ?? [], node: opts.node ?? true, ...net }))
   try {
     const { stdout } = await run(process.execPath, [BUILD_SCRIPT, '--spec', specFile], { timeout: 900_000, maxBuffer: 2 ** 20 })
     return JSON.parse(stdout.trim().split('\n').pop() ?? '') as Manifest
@@ -133,7 +145,8 @@ async function defineFromText(kind: 'net-define' | 'define', xml: string): Promi
 }
 
 /** The isolated network `avkvm` (bridge avkvm-br, 10.205.0.1/24), defined and started. */
-async function ensureNetwork(): Promise<void> {
+async function ensureNetwork(inst: Instance): Promise<void> {
+  const { network: NETWORK, bridge: BRIDGE, hostIp: HOST_IP } = inst
   let xml: string | undefined
   try {
     xml = await virsh(URI, ['net-dumpxml', NETWORK])
@@ -154,7 +167,7 @@ async function ensureNetwork(): Promise<void> {
 }
 
 /** Defines the domain from `xml` unless it is defined from it already; true when it (re)defined. */
-async function ensureDomain(xml: string, description: string): Promise<boolean> {
+async function ensureDomain(DOMAIN: string, xml: string, description: string): Promise<boolean> {
   if ((await domState(URI, DOMAIN)) !== undefined) {
     const current = (await virsh(URI, ['desc', DOMAIN])).trim()
     if (current === description) return false
@@ -166,7 +179,7 @@ async function ensureDomain(xml: string, description: string): Promise<boolean> 
 }
 
 /** The working disk holds `clean` (libvirt's metadata alone would not revert a disk without it). */
-async function hasCleanSnapshot(disk: string): Promise<boolean> {
+async function hasCleanSnapshot(DOMAIN: string, disk: string): Promise<boolean> {
   if (!existsSync(disk)) return false
   const names = (await virsh(URI, ['snapshot-list', DOMAIN, '--name'])).split('\n').map((s) => s.trim())
   if (!names.includes(SNAPSHOT)) return false
@@ -214,7 +227,8 @@ export function consoleTail(file: string, lines = 40): string {
 /** Boots a fresh copy of the built disk, waits for the agent, takes the running snapshot, powers off. */
 type Timed = <T>(name: string, f: () => Promise<T>) => Promise<T>
 
-async function takeSnapshot(pristine: string, disk: string, consoleLog: string, timed: Timed): Promise<void> {
+async function takeSnapshot(inst: Instance, pristine: string, disk: string, consoleLog: string, timed: Timed): Promise<void> {
+  const { domain: DOMAIN, guestIp: GUEST_IP } = inst
   await destroyIfRunning(URI, DOMAIN)
   for (const name of (await virsh(URI, ['snapshot-list', DOMAIN, '--name'])).split('\n').filter(Boolean)) {
     await virsh(URI, ['snapshot-delete', DOMAIN, name.trim(), '--metadata'])
@@ -252,11 +266,13 @@ export async function ensureKvmGuest(opts: KvmGuestOptions): Promise<KvmGuest> {
       timings[name] = Math.round(performance.now() - t)
     }
   }
-  const release = await timed('lease wait', () => acquireLease(path.join(OUT, '.lease'), opts.leaseTimeoutMs ?? 1_200_000))
+  const inst = INSTANCES[opts.instance ?? 'default']
+  const { domain: DOMAIN, network: NETWORK, tap: TAP, mac: MAC, hostIp: HOST_IP, guestIp: GUEST_IP, bridge: BRIDGE } = inst
+  const release = await timed('lease wait', () => acquireLease(path.join(OUT, inst === INSTANCES.default ? '.lease' : `.lease-${DOMAIN}`), opts.leaseTimeoutMs ?? 1_200_000))
   try {
     await timed('libvirtd', () => ensureLibvirtd(URI))
     const image = await timed('build', () => buildImage(opts))
-    await timed('network', ensureNetwork)
+    await timed('network', () => ensureNetwork(inst))
     const disk = path.join(OUT, `${DOMAIN}.qcow2`)
     const consoleLog = path.join(OUT, `${DOMAIN}.console.log`)
     const vars = {
@@ -265,9 +281,9 @@ export async function ensureKvmGuest(opts: KvmGuestOptions): Promise<KvmGuest> {
     }
     const hash = createHash('sha256').update(render('domain.xml', { ...vars, DESCRIPTION: '' })).update(image.key)
     const description = `Aviary test guest (test/guests/kvm-guest.ts) ${hash.digest('hex').slice(0, 16)}`
-    const defined = await timed('define', () => ensureDomain(render('domain.xml', { ...vars, DESCRIPTION: description }), description))
-    if (defined || !(await hasCleanSnapshot(disk))) {
-      await timed('snapshot', () => takeSnapshot(image.disk, disk, consoleLog, timed))
+    const defined = await timed('define', () => ensureDomain(DOMAIN, render('domain.xml', { ...vars, DESCRIPTION: description }), description))
+    if (defined || !(await hasCleanSnapshot(DOMAIN, disk))) {
+      await timed('snapshot', () => takeSnapshot(inst, image.disk, disk, consoleLog, timed))
     } else {
       await destroyIfRunning(URI, DOMAIN)
     }
@@ -285,9 +301,11 @@ export async function ensureKvmGuest(opts: KvmGuestOptions): Promise<KvmGuest> {
 }
 
 /** Undefines the domain (and its snapshots) and the network, and deletes the working disk. The built image stays cached. */
-export async function removeKvmGuest(): Promise<void> {
+export async function removeKvmGuest(instance: KvmInstance = 'default'): Promise<void> {
   mkdirSync(OUT, { recursive: true })
-  const release = await acquireLease(path.join(OUT, '.lease'), 1_200_000)
+  const inst = INSTANCES[instance]
+  const { domain: DOMAIN, network: NETWORK } = inst
+  const release = await acquireLease(path.join(OUT, inst === INSTANCES.default ? '.lease' : `.lease-${DOMAIN}`), 1_200_000)
   try {
     await ensureLibvirtd(URI)
     if ((await domState(URI, DOMAIN)) !== undefined) {

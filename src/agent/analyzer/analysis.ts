@@ -23,6 +23,7 @@ import { explainStartError } from './start-error.js'
 import { HELPER_EXE, windowsMonitor } from './windows-monitor.js'
 import { dumpWindowsProcesses } from './windows-procmem.js'
 import { trustProxyCa } from './trust.js'
+import { HostDeadline } from './deadline.js'
 import { BEHAVIOR_LOG } from '../../guest-protocol/netlog.js'
 
 type Platform = 'linux' | 'windows'
@@ -222,16 +223,17 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     if (winMon !== null) winMon.setRoot(root, { command_line: [program, ...launch.args].join(' '), exe: launch.file })
     else monitor.start()
     if (dumper !== null && trace !== null) dumper.watchExits(root, () => monitor.alive())
-    const deadline = started + conf.timeout * 1000
+    // The host may move the end (Extend, Finish now): deadline.ts.
+    const deadline = new HostDeadline(analyzerDir, started + conf.timeout * 1000)
     record.reason = 'timeout'
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline.current()) {
       await sleep(100)
       if (!conf.enforceTimeout && !rootRunning && monitor.alive().length === 0) {
         record.reason = 'tree-ended'
         break
       }
     }
-    log.info(record.reason === 'timeout' ? `timeout of ${conf.timeout}s reached` : 'the process tree has ended')
+    log.info(record.reason === 'timeout' ? `the end was reached (timeout ${conf.timeout} s, as the host set it)` : 'the process tree has ended')
     dumper?.dumpAll(monitor.alive().filter((p) => p !== root))
     if (winMon?.kind === 'winmon' && winMemLimits !== null) {
       const n = await dumpWindowsProcesses(join(analyzerDir, HELPER_EXE), monitor.alive(), conf, winMemLimits, log)

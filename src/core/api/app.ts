@@ -26,6 +26,9 @@ import { aviaryRetentionRoutes } from './routes/aviary-retention.routes'
 import { aviaryIdsRoutes } from './routes/aviary-ids.routes'
 import { isPublicUiRequest, uiStaticRoutes } from './ui-static'
 import { SessionStore, sessionRoutes } from './session'
+import websocket from '@fastify/websocket'
+import { aviaryConsoleRoutes, consoleProtocol } from './routes/aviary-console.routes'
+import { MAX_FRAME_BYTES } from '../console/console-session'
 
 export type App = FastifyInstance
 
@@ -68,6 +71,20 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   installV1Aliases(app)
 
   installErrorHandling(app, opts.maxUploadBytes)
+  // The live console's websockets. ws refuses (closes with 1009) a frame over MAX_FRAME_BYTES
+  // before it is buffered; no compression (a small frame must not inflate into a large one).
+  // Registered before the security hooks, so that its own hook marks an upgrade request first
+  // and the socket of a refused upgrade (401, 403, 409) is closed after the answer: otherwise a
+  // client could hold it open, and the service would wait for it when it stops.
+  // A client that breaks the websocket protocol (a frame over the cap, a bad opcode) is the
+  // client's doing, and ws has already closed it: a line, not an error with a stack.
+  await app.register(websocket, {
+    options: { maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false, handleProtocols: consoleProtocol },
+    errorHandler: (err, _socket, request) => {
+      if (typeof (err as NodeJS.ErrnoException).code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('WS_ERR_')) request.log.info(`console websocket cut off: ${err.message}`)
+      else request.log.error(err)
+    }
+  })
   // Browser sign-ins live as long as this app: a restart signs every browser out.
   const sessions = new SessionStore()
   installSecurity(app, { apiToken: opts.apiToken, allowedOrigins: opts.allowedOrigins, isPublic: isPublicUiRequest, sessions })
@@ -81,6 +98,7 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   await app.register(eventsRoutes(ctx))
   for (const routes of [aviaryStatsRoutes, aviaryTasksRoutes, aviaryMachinesRoutes, aviaryRoutesRoutes, aviaryCallsRoutes, aviaryRetentionRoutes, aviaryIdsRoutes]) await app.register(routes(ctx))
   await app.register(aviaryConnectionsRoutes(ctx))
+  await app.register(aviaryConsoleRoutes(ctx))
   await app.register(sessionRoutes(opts.apiToken, sessions))
   await app.register(uiStaticRoutes(opts.uiDir ?? null))
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

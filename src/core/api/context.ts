@@ -15,6 +15,7 @@ import type { Fleet } from '../fleet/fleet.service'
 import type { ConnectionsService } from '../connections/connections.service'
 import type { RoutingSettings } from '../network/routing-config'
 import type { RetentionService } from '../retention/retention.service'
+import type { ConsoleService } from '../console/console.service'
 
 export interface ApiContext {
   version: string
@@ -41,6 +42,10 @@ export interface ApiContext {
   idsDir?: string
   /** The routes of machines.json now; null: this host routes nothing. */
   routing(): RoutingSettings | null
+  /** Live consoles of running machines, Extend and Finish now, console recordings. */
+  consoles: ConsoleService
+  /** Serve consoles to other hosts than this one (`--console-remote`). */
+  consoleRemote: boolean
   /** Stops the service (GET /exit in debug mode). */
   requestExit: () => void
 }

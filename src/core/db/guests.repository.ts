@@ -35,6 +35,11 @@ export class GuestsRepository {
     this.stopStmt.run(now(), id)
   }
 
+  /** The machine of a task's latest run (the live console says why a machine has none). */
+  latestOf(taskId: number): { name: string; manager: string } | undefined {
+    return this.db.prepare<[number], { name: string; manager: string }>('SELECT name, manager FROM guests WHERE task_id = ? ORDER BY id DESC LIMIT 1').get(taskId)
+  }
+
   /** Closes the rows of runs a crashed process left open. */
   stopAllOpen(): void {
     this.db.prepare(`UPDATE guests SET status = 'stopped', shutdown_on = ? WHERE shutdown_on IS NULL`).run(now())

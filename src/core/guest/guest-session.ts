@@ -14,7 +14,7 @@ import type { GuestStartSpec } from './start-spec'
 import { access } from 'node:fs/promises'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { EXCHANGE_MS, ROUTES, RUN_FIELD, TRUSTED_CA_FILE, TRUSTED_CA_HASH_FILE } from '../../guest-protocol/agent-api'
+import { DEADLINE_FILE, EXCHANGE_MS, ROUTES, RUN_FIELD, TRUSTED_CA_FILE, TRUSTED_CA_HASH_FILE } from '../../guest-protocol/agent-api'
 import { subjectHash } from '../network/mitm-ca'
 import {
   AgentError, agentErrorText, agentRequest, describeProgress, errMessage, jsonObject,
@@ -24,7 +24,7 @@ import { abortError, identify, NotAnAgent, tcpConnect, type AgentInfo } from './
 import { analysisConf, guestFileName, parseOptions } from './analysis-conf'
 import { analyzerTagsRun, buildAnalyzerZip } from './analyzer-zip'
 import { guestDirname, guestJoin, guestLayout, isWindows } from './guest-paths'
-import { PollHistory, pollUntilFinal, type Completion } from './status-poll'
+import { PollHistory, pollUntilFinal, type Completion, type PollOptions } from './status-poll'
 
 /** kind: 'cuckoo' | 'cape' | 'aviary' | 'unknown' (a new-style agent that names itself otherwise). */
 export type { GuestStartSpec } from './start-spec'
@@ -49,6 +49,9 @@ export class GuestSession {
   /** The analyzer tags its statuses with the run (Aviary's): set by start(). */
   private tagged = false
   private info: AgentInfo | null = null
+  /** Where analysis.conf went: the deadline file goes next to it. */
+  private confDir: { platform: string; dir: string } | null = null
+  private deadlineSeq = 0
 
   constructor(o: { ip: string; port: number; log: (msg: string) => void; pollMs?: number; run?: string | null }) {
     this.ip = o.ip
@@ -183,6 +186,7 @@ export class GuestSession {
       layout = guestLayout(spec.platform, env, null)
     }
     const dir = layout.analyzerDir
+    this.confDir = { platform: spec.platform, dir }
     this.log(`uploading the analyzer (${zip.length} bytes) to ${dir}`)
     // Uploads: an idle limit, no deadline of their own (a large sample on a slow link keeps
     // moving); the run's deadline bounds them.
@@ -237,6 +241,19 @@ export class GuestSession {
     return info
   }
 
+  /**
+   * Tells Aviary's analyzer how long it has left (Extend, Finish now: DEADLINE_FILE). Does nothing
+   * for Cuckoo's analyzer, which never reads it, or before the analyzer folder exists.
+   */
+  async tellDeadline(remainingMs: number, signal: AbortSignal | undefined): Promise<void> {
+    if (!this.tagged || this.confDir === null) return
+    const body = JSON.stringify({ seq: ++this.deadlineSeq, remaining_ms: Math.round(remainingMs) })
+    await this.call('telling the analyzer its end', 'POST', ROUTES.store, {
+      kind: 'multipart',
+      parts: [{ name: 'filepath', value: guestJoin(this.confDir.platform, this.confDir.dir, DEADLINE_FILE) }, { name: 'file', filename: 'file', data: Buffer.from(body) }]
+    }, SMALL_MS, signal)
+  }
+
   /** analyzer.py → /execpy (any agent); analyzer.cjs → /execnode (Aviary's agent) or /execute `node ...`. */
   private async startAnalyzer(spec: GuestStartSpec, info: AgentInfo, dir: string, signal: AbortSignal | undefined): Promise<void> {
     const has = (name: string): Promise<boolean> => access(path.join(spec.analyzer.dir, name)).then(() => true, () => false)
@@ -278,7 +295,7 @@ export class GuestSession {
   }
 
   /** Polls GET /status until the analyzer reports, the time is up, the agent misbehaves, or the signal aborts (status-poll.ts). */
-  waitForCompletion(o: { timeoutMs: number; signal?: AbortSignal | undefined; onRunning?: () => void; onStale?: (what: string) => void }): Promise<Completion> {
+  waitForCompletion(o: PollOptions): Promise<Completion> {
     return pollUntilFinal({
       ip: this.ip, port: this.port, pollMs: this.pollMs, log: this.log, run: this.tagged ? this.run : null,
       watch: (p) => { this.current = p }

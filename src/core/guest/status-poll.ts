@@ -34,6 +34,8 @@ export interface PollTarget {
 
 export interface PollOptions {
   timeoutMs: number
+  /** When the wait ends, asked at each poll (the run's end moves: run-clock.ts); else now + timeoutMs. */
+  endAt?: () => number
   signal?: AbortSignal | undefined
   onRunning?: () => void
   /** A final status of another run's analyzer was seen (once per distinct answer). */
@@ -78,7 +80,7 @@ export async function pollUntilFinal(t: PollTarget, o: PollOptions, history: Pol
   const stale = new Set<string>()
   for (;;) {
     if (o.signal?.aborted) return { outcome: 'aborted', description: null }
-    const left = end - Date.now()
+    const left = (o.endAt?.() ?? end) - Date.now()
     if (left <= 0) return { outcome: 'timeout', description: null }
     try {
       await sleep(Math.min(t.pollMs, left), undefined, { signal: o.signal })

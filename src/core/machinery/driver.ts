@@ -42,6 +42,9 @@ export interface DriverRegistration<K extends DriverKind = DriverKind> {
 
 export class MachineError extends Error {}
 
+/** Where a machine's VNC server listens: an address the host reaches, or a UNIX socket. */
+export type VncEndpoint = { host: string; port: number } | { path: string }
+
 export interface MachineDriver {
   readonly kind: DriverKind
   readonly capabilities: Readonly<DriverCapabilities>
@@ -63,6 +66,12 @@ export interface MachineDriver {
 
   /** One frame of the VM's display as the hypervisor gives it (PNG or PPM bytes); without `screenshots`, a MachineError. */
   screenshot(m: DriverMachine): Promise<Buffer>
+
+  /**
+   * Where the running machine's VNC server listens, for the live console (src/core/console); only
+   * the service connects to it. Without `console`, a MachineError saying why not.
+   */
+  consoleEndpoint(m: DriverMachine): Promise<VncEndpoint>
 
   /** A memory-only dump of the running VM written to `dest` (an ELF core for libvirt); without `memoryDump`, a MachineError. */
   dumpMemory(m: DriverMachine, dest: string): Promise<void>

@@ -19,7 +19,7 @@ describe('createDrivers', () => {
     expect(set.get('kvm')).toBe(kvm)
     expect(kvm.kind).toBe('kvm')
     expect(set.get('virtualbox').kind).toBe('virtualbox')
-    expect(set.get('physical').capabilities).toEqual({ power: false, revert: false, reset: false, screenshots: false, memoryDump: false })
+    expect(set.get('physical').capabilities).toEqual({ power: false, revert: false, reset: false, screenshots: false, memoryDump: false, console: false })
     expect(libvirtLoaded()).toBe(false)
     // First use: the binding loads, the connection fails, and the check says so.
     const findings = await kvm.check({ name: 'a', label: 'a', ip: '192.168.122.5', snapshot: null, platform: 'windows', interface: null, options: [] })

@@ -7,7 +7,7 @@ import type { Domain, Hypervisor } from '@unraid/libvirt'
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState } from './driver'
+import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState, type VncEndpoint } from './driver'
 import { pollUntil, runTool, ToolError } from './exec-tool'
 import { domainType, hostAccel } from './accel'
 import { Type, type Static } from 'typebox'
@@ -49,7 +49,7 @@ function libvirtMessage(err: unknown): string {
 export class KvmDriver implements MachineDriver {
   readonly kind = 'kvm' as const
   /** libvirt reverts snapshots, powers domains off, takes screenshots and memory-only dumps. */
-  static readonly capabilities: Readonly<DriverCapabilities> = Object.freeze({ power: true, revert: true, reset: true, screenshots: true, memoryDump: true })
+  static readonly capabilities: Readonly<DriverCapabilities> = Object.freeze({ power: true, revert: true, reset: true, screenshots: true, memoryDump: true, console: true })
   readonly capabilities = KvmDriver.capabilities
   private hv: Promise<Hypervisor> | null = null
   private readonly virshPath: string
@@ -236,6 +236,21 @@ export class KvmDriver implements MachineDriver {
     }
   }
 
+  /**
+   * The VNC server of the running domain, from its live XML (libvirt fills in the port an autoport
+   * display got). A display on a remote hypervisor's host (qemu+ssh://) or without VNC has none
+   * that this host can carry, and says so.
+   */
+  async consoleEndpoint(m: DriverMachine): Promise<VncEndpoint> {
+    const xml = await this.virsh(['dumpxml', m.label], `reading the display of '${m.label}'`)
+    const found = vncOfDomainXml(xml)
+    if (typeof found === 'string') throw new MachineError(`'${m.label}': ${found}`)
+    if ('host' in found && !/^(qemu|test):\/\/\/|^qemu\+unix:\/\/\//.test(this.o.uri)) {
+      throw new MachineError(`'${m.label}' runs on another host (${this.o.uri}): its VNC server is not reachable from here`)
+    }
+    return found
+  }
+
   async dumpMemory(m: DriverMachine, dest: string): Promise<void> {
     // A memory-only ELF core (Cuckoo's coreDump with VIR_DUMP_MEMORY_ONLY); large guests take a while.
     // libvirtd writes the file; created here first (as Cuckoo does) it keeps our owner and mode.
@@ -257,6 +272,32 @@ export class KvmDriver implements MachineDriver {
     this.hv = null
     if (hv) await hv.then((h) => h.connectClose(), () => undefined)
   }
+}
+
+/**
+ * The VNC endpoint of a running domain's XML, or why there is none. Read with a pattern, not an XML
+ * parser: the project has none among its dependencies, and libvirt writes this element in one form
+ * (`<graphics type='vnc' port='5900' autoport='yes' listen='127.0.0.1'>` with `<listen
+ * type='address' address=…/>` or `<listen type='socket' socket=…/>` inside).
+ */
+export function vncOfDomainXml(xml: string): VncEndpoint | string {
+  const m = /<graphics\b[^>]*\btype=['"]vnc['"][^>]*?(\/>|>([\s\S]*?)<\/graphics>)/.exec(xml)
+  if (!m) return 'the domain has no VNC display (add <graphics type=\'vnc\' listen=\'127.0.0.1\'/>)'
+  const tag = m[0]
+  const attr = (s: string, name: string): string | undefined => new RegExp(`\\b${name}=['"]([^'"]*)['"]`).exec(s)?.[1]
+  const socket = /<listen\b[^>]*\btype=['"]socket['"][^>]*>/.exec(tag)
+  if (socket) {
+    const p = attr(socket[0], 'socket')
+    if (p) return { path: p.replace(/&apos;/g, "'").replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&') }
+  }
+  const head = /<graphics\b[^>]*>/.exec(tag)?.[0] ?? tag
+  const port = Number(attr(head, 'port') ?? '-1')
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) return 'the domain\'s VNC display has no port yet (is it running?)'
+  let host = attr(head, 'listen') ?? attr(/<listen\b[^>]*\btype=['"]address['"][^>]*>/.exec(tag)?.[0] ?? '', 'address') ?? '127.0.0.1'
+  // A display listening on every address is reached on loopback from this host.
+  if (host === '0.0.0.0' || host === '' ) host = '127.0.0.1'
+  if (host === '::') host = '::1'
+  return { host, port }
 }
 
 export const kvmRegistration: DriverRegistration<'kvm'> = {

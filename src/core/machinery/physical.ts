@@ -4,10 +4,11 @@
 // Cuckoo's FOG/`net rpc shutdown` dance is not carried over). Cuckoo's own status probe used
 // XML-RPC, which the HTTP agent answers with 404; a TCP connect works with every agent.
 import { Socket } from 'node:net'
-import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState } from './driver'
+import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState, type VncEndpoint } from './driver'
 import { pollUntil } from './exec-tool'
 import type { EngineSettings } from './machines-config'
 import { AGENT_PORT } from '../../guest-protocol/agent-api'
+import { NO_CONSOLE } from '../../shared/api/drivers'
 
 export interface PhysicalOptions {
   /** Seconds start() waits for the agent (machines.json timeouts.vm_state). */
@@ -35,7 +36,7 @@ export function portAnswers(ip: string, port: number, timeoutMs: number): Promis
 export class PhysicalDriver implements MachineDriver {
   readonly kind = 'physical' as const
   /** No hypervisor: nothing to power, revert, reset, screenshot or dump; the machine is its owner's. */
-  static readonly capabilities: Readonly<DriverCapabilities> = Object.freeze({ power: false, revert: false, reset: false, screenshots: false, memoryDump: false })
+  static readonly capabilities: Readonly<DriverCapabilities> = Object.freeze({ power: false, revert: false, reset: false, screenshots: false, memoryDump: false, console: false })
   readonly capabilities = PhysicalDriver.capabilities
   private readonly port: number
   private readonly connectMs: number
@@ -70,6 +71,10 @@ export class PhysicalDriver implements MachineDriver {
 
   async stop(_m: DriverMachine): Promise<void> {
     // Nothing to do: a physical machine is not powered off between analyses.
+  }
+
+  async consoleEndpoint(m: DriverMachine): Promise<VncEndpoint> {
+    throw new MachineError(`'${m.name}' is a physical machine: ${NO_CONSOLE.physical}`)
   }
 
   async screenshot(m: DriverMachine): Promise<Buffer> {

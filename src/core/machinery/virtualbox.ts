@@ -4,10 +4,11 @@
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState } from './driver'
+import { MachineError, type DriverMachine, type DriverCapabilities, type DriverRegistration, type Finding, type MachineDriver, type VmState, type VncEndpoint } from './driver'
 import { pollUntil, runTool, ToolError, type ToolResult } from './exec-tool'
 import { Type, type Static } from 'typebox'
 import type { EngineSettings } from './machines-config'
+import { NO_CONSOLE } from '../../shared/api/drivers'
 
 /** machines.json's `virtualbox` section (docs/machines.md), read here with the driver that uses it. */
 export const VirtualBoxSection = Type.Object({
@@ -38,7 +39,7 @@ export interface VirtualBoxOptions {
 export class VirtualBoxDriver implements MachineDriver {
   readonly kind = 'virtualbox' as const
   /** VBoxManage restores snapshots, powers VMs off, takes screenshots and core dumps. */
-  static readonly capabilities: Readonly<DriverCapabilities> = Object.freeze({ power: true, revert: true, reset: true, screenshots: true, memoryDump: true })
+  static readonly capabilities: Readonly<DriverCapabilities> = Object.freeze({ power: true, revert: true, reset: true, screenshots: true, memoryDump: true, console: false })
   readonly capabilities = VirtualBoxDriver.capabilities
   /** Cuckoo serializes power-ons: concurrent startvm calls upset VBoxSVC. */
   private powerLock: Promise<unknown> = Promise.resolve()
@@ -141,6 +142,10 @@ export class VirtualBoxDriver implements MachineDriver {
     const now = await this.state(m)
     // saved (restored, never started), poweroff and aborted are all stopped already.
     if (now === 'running' || now === 'paused' || now === 'error') await this.poweroff(m)
+  }
+
+  async consoleEndpoint(m: DriverMachine): Promise<VncEndpoint> {
+    throw new MachineError(`'${m.name}' is a VirtualBox machine: ${NO_CONSOLE.virtualbox}`)
   }
 
   async screenshot(m: DriverMachine): Promise<Buffer> {

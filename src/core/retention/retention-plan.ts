@@ -16,6 +16,7 @@ import type { DiskSpace } from '../../shared/disk-space'
 import { formatDatetime, parseDatetime } from '../../shared/time'
 import { RETENTION_STATUSES, type PlannedSample, type PlannedTask, type Preview, type Rule } from '../../shared/api/retention'
 import { diskUsage } from './disk-usage'
+import { ARTIFACTS } from '../storage/layout'
 
 export interface PlanDeps {
   db: Db
@@ -54,12 +55,21 @@ export function shownTarget(category: string, target: string): string {
 export async function planRetention(deps: PlanDeps, rules: readonly Rule[], now: Date): Promise<Plan> {
   const chosen = new Map<number, { row: Row; bytes: number; rules: number[]; keep: boolean }>()
   const sizes = new Map<number, number>()
+  const recSizes = new Map<number, number>()
+  const recordingsOnly = new Map<number, { row: Row; bytes: number }>()
   const disk = await deps.diskSpace(deps.layout.analysesRoot)
   for (const rule of rules) {
     let rows = candidates(deps.db, rule, now).filter((r) => !deps.isProcessing(r.id))
-    for (const r of rows) if (!sizes.has(r.id)) sizes.set(r.id, (await diskUsage([deps.layout.analysis(r.id)])).bytes)
+    for (const r of rows) {
+      if (!sizes.has(r.id)) sizes.set(r.id, (await diskUsage([deps.layout.analysis(r.id)])).bytes)
+      if (!recSizes.has(r.id)) recSizes.set(r.id, (await diskUsage([deps.layout.artifact(r.id, ARTIFACTS.console)])).bytes)
+    }
     if (rule.larger_than_mb !== undefined) rows = rows.filter((r) => sizes.get(r.id)! > rule.larger_than_mb! * MIB)
-    if (rule.free_until_gb !== undefined) rows = largestUntilFree(rows, sizes, disk?.free ?? null, rule.free_until_gb * GIB)
+    if (rule.free_until_gb !== undefined) {
+      const f = recordingsFirst(rows, sizes, recSizes, disk?.free ?? null, rule.free_until_gb * GIB)
+      for (const row of f.recordings) recordingsOnly.set(row.id, { row, bytes: recSizes.get(row.id)! })
+      rows = f.tasks
+    }
     for (const row of rows) {
       const entry = chosen.get(row.id) ?? { row, bytes: sizes.get(row.id)!, rules: [], keep: false }
       entry.rules.push(rule.id)
@@ -68,6 +78,10 @@ export async function planRetention(deps: PlanDeps, rules: readonly Rule[], now:
     }
   }
   const ordered = [...chosen.values()].sort((a, b) => a.row.id - b.row.id)
+  // A task deleted whole takes its recordings with it.
+  for (const id of chosen.keys()) recordingsOnly.delete(id)
+  const recordings = [...recordingsOnly.values()].sort((a, b) => a.row.id - b.row.id)
+    .map(({ row, bytes }) => ({ id: row.id, target: shownTarget(row.category, row.target), bytes }))
   const tasks: PlannedTask[] = ordered.map(({ row, bytes, rules: ids }) => ({
     id: row.id,
     target: shownTarget(row.category, row.target),
@@ -78,6 +92,7 @@ export async function planRetention(deps: PlanDeps, rules: readonly Rule[], now:
     completed_on: row.completed_on,
     age_days: ageDays(row.completed_on ?? row.added_on, now),
     bytes,
+    recording_bytes: recSizes.get(row.id) ?? 0,
     sample_id: row.sample_id,
     rules: ids
   }))
@@ -87,7 +102,11 @@ export async function planRetention(deps: PlanDeps, rules: readonly Rule[], now:
     rules: rules.map((r) => r.id),
     tasks,
     samples,
-    total: { tasks: tasks.length, bytes: sum(tasks.map((t) => t.bytes)), sample_bytes: sum(samples.map((s) => s.bytes)) },
+    recordings,
+    total: {
+      tasks: tasks.length, bytes: sum(tasks.map((t) => t.bytes)), sample_bytes: sum(samples.map((s) => s.bytes)),
+      recording_bytes: sum(recordings.map((r) => r.bytes))
+    },
     disk: disk ? { free: disk.free, total: disk.total } : null,
     keeps: new Map(ordered.map((e) => [e.row.id, e.keep]))
   }
@@ -112,6 +131,26 @@ function candidates(db: Db, rule: Rule, now: Date): Row[] {
   return db.prepare<[Record<string, string | number>], Row>(
     `SELECT id, category, target, status, score, added_on, completed_on, sample_id FROM tasks WHERE ${where.join(' AND ')} ORDER BY id`
   ).all(args)
+}
+
+/**
+ * Freeing space, console recordings go first (they are the largest part of an analysis an analyst
+ * can most easily do without: the report, the capture and the screenshots stay): the largest
+ * recordings until enough is free; if all of them are not enough, the tasks too, the largest
+ * first, each counted for what is left of it.
+ */
+function recordingsFirst(rows: Row[], sizes: Map<number, number>, recSizes: Map<number, number>, free: number | null, wanted: number): { recordings: Row[]; tasks: Row[] } {
+  if (free === null || free >= wanted) return { recordings: [], tasks: [] }
+  const recordings: Row[] = []
+  let freed = 0
+  for (const row of rows.filter((r) => recSizes.get(r.id)! > 0).sort((a, b) => recSizes.get(b.id)! - recSizes.get(a.id)! || a.id - b.id)) {
+    if (free + freed >= wanted) break
+    recordings.push(row)
+    freed += recSizes.get(row.id)!
+  }
+  if (free + freed >= wanted) return { recordings, tasks: [] }
+  const rest = new Map(rows.map((r) => [r.id, sizes.get(r.id)! - recSizes.get(r.id)!]))
+  return { recordings, tasks: largestUntilFree(rows, rest, free + freed, wanted) }
 }
 
 /** The largest first, until what is free plus what they free reaches `wanted`. */

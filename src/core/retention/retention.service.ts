@@ -11,7 +11,7 @@
 // for the first, then plans again. Every run is recorded (retention-log.ts).
 import { rm } from 'node:fs/promises'
 import type { Db } from '../db/database'
-import type { StorageLayout } from '../storage/layout'
+import { ARTIFACTS, type StorageLayout } from '../storage/layout'
 import type { TasksService } from '../tasks/tasks.service'
 import { ApiError } from '../errors'
 import { TaskMoves } from '../db/task-moves'
@@ -135,12 +135,24 @@ export class RetentionService {
     const plan = await this.plan(rules)
     const record: RunRecord = {
       started_at: started.toISOString(), finished_at: '', trigger, rules: plan.rules,
-      deleted: [], skipped: [], samples: [], freed_bytes: 0, disk_free_before: before?.free ?? null, disk_free_after: null
+      deleted: [], skipped: [], samples: [], recordings: [], freed_bytes: 0, disk_free_before: before?.free ?? null, disk_free_after: null
     }
     const wanted = only === undefined ? null : new Set(only)
     if (wanted) {
-      const planned = new Set(plan.tasks.map((t) => t.id))
+      const planned = new Set([...plan.tasks.map((t) => t.id), ...plan.recordings.map((r) => r.id)])
       for (const id of [...wanted].sort((a, b) => a - b)) if (!planned.has(id)) record.skipped.push({ id, reason: this.whyNot(id) })
+    }
+    // Recordings first (a free_until_gb rule plans them before any task).
+    for (const r of plan.recordings) {
+      if (wanted && !wanted.has(r.id)) continue
+      const busy = this.busy(r.id)
+      if (busy !== null || this.stopping) continue
+      try {
+        await rm(this.d.layout.artifact(r.id, ARTIFACTS.console), { recursive: true, force: true, maxRetries: 3 })
+        record.recordings!.push(r)
+      } catch (err) {
+        this.d.log?.warn(`retention: the console recordings of task ${r.id} could not be removed (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+      }
     }
     const gone = new Set<number>()
     for (const t of plan.tasks) {
@@ -165,12 +177,13 @@ export class RetentionService {
       }
     }
     await this.removeSamples(plan, gone, record)
-    record.freed_bytes = record.deleted.reduce((a, t) => a + t.bytes, 0) + record.samples.reduce((a, s) => a + s.bytes, 0)
+    record.freed_bytes = record.deleted.reduce((a, t) => a + t.bytes, 0) + record.samples.reduce((a, s) => a + s.bytes, 0) +
+      record.recordings!.reduce((a, r) => a + r.bytes, 0)
     record.disk_free_after = (await this.diskSpace(this.d.layout.analysesRoot))?.free ?? null
     record.finished_at = new Date(this.now()).toISOString()
     this.history.append(record)
     if (trigger === 'schedule') this.lastScheduled = started.getTime()
-    this.d.log?.info(`retention (${trigger}): deleted ${record.deleted.length} tasks and ${record.samples.length} samples, ` +
+    this.d.log?.info(`retention (${trigger}): deleted ${record.deleted.length} tasks, ${record.samples.length} samples and the console recordings of ${record.recordings!.length} tasks, ` +
       `${record.freed_bytes} bytes freed, ${record.skipped.length} skipped`)
     return record
   }

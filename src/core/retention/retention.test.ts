@@ -245,6 +245,48 @@ describe('retention', () => {
     expect(all.tasks.map((t) => t.id)).toEqual([small, mid, big])
   })
 
+  it('counts console recordings, and frees space with them first: the tasks stay while recordings suffice', async () => {
+    const rec = (id: number, kib: number) => {
+      mkdirSync(path.join(layout.analysis(id), 'console'), { recursive: true })
+      writeFileSync(path.join(layout.analysis(id), 'console', '0001.vncrec'), Buffer.alloc(kib * KiB, 0x62))
+    }
+    const a = task({ kib: 16 })
+    const b = task({ kib: 600 })
+    const c = task({ kib: 16 })
+    rec(a, 300)
+    rec(c, 100)
+    const recSize = async (id: number) => (await diskUsage([path.join(layout.analysis(id), 'console')])).bytes
+    const listed = await retention.preview({ draft: { name: 'old', older_than_days: 30 } })
+    expect(listed.tasks.map((t) => [t.id, t.recording_bytes])).toEqual([[a, await recSize(a)], [b, 0], [c, await recSize(c)]])
+    expect(listed.recordings).toEqual([])
+
+    // Room for a bit more than the largest recording: that recording alone goes, no task.
+    free = { free: 1024 ** 3, total: 10 * 1024 ** 3, used: 9 * 1024 ** 3 }
+    const want = (1024 ** 3 + (await recSize(a)) + 1) / 1024 ** 3
+    const plan = await retention.preview({ draft: { name: 'room', free_until_gb: want } })
+    expect(plan.tasks).toEqual([])
+    expect(plan.recordings.map((r) => r.id)).toEqual([a, c])
+    expect(plan.total.recording_bytes).toBe((await recSize(a)) + (await recSize(c)))
+    const smaller = await retention.preview({ draft: { name: 'room', free_until_gb: (1024 ** 3 + (await recSize(a)) - 1) / 1024 ** 3 } })
+    expect(smaller.recordings.map((r) => r.id)).toEqual([a])
+
+    // More than every recording frees: the recordings, then the largest task for the rest.
+    const more = await retention.preview({ draft: { name: 'room', free_until_gb: (1024 ** 3 + (await recSize(a)) + (await recSize(c)) + 100 * KiB) / 1024 ** 3 } })
+    expect(more.tasks.map((t) => t.id)).toEqual([b])
+    expect(more.recordings.map((r) => r.id)).toEqual([a, c])
+
+    // The run: the recordings go, every task stays, and the record says what was freed.
+    const rule = retention.rules.add({ name: 'room', free_until_gb: (1024 ** 3 + (await recSize(a)) + (await recSize(c)) - 1) / 1024 ** 3 })
+    const bytes = (await recSize(a)) + (await recSize(c))
+    const run = await retention.run({ rule: rule.id }, 'api')
+    expect(run.deleted).toEqual([])
+    expect(run.recordings!.map((r) => r.id)).toEqual([a, c])
+    expect(run.freed_bytes).toBe(bytes)
+    for (const id of [a, b, c]) expect(statusOf(id)).toBe('reported')
+    expect(existsSync(path.join(layout.analysis(a), 'console'))).toBe(false)
+    expect(existsSync(path.join(layout.analysis(a), 'reports', 'report.json'))).toBe(true)
+  })
+
   it('keep samples: the stored sample stays; without it, it goes once no task uses it', async () => {
     const shared = storeSample('shared bytes', 'shared.exe')
     const alone = storeSample('alone bytes', 'alone.exe')

@@ -29,6 +29,8 @@ import { ARTIFACTS } from '../storage/layout'
 import { CURRENT_SNAPSHOT, ensureMemoryBaseline } from './memory-baseline'
 import { guestLine, TaskLog } from './task-log'
 import type { RunnerDeps } from './run-deps'
+import { parseOptions } from '../guest/analysis-conf'
+import { openRunConsole } from './run-console'
 
 export class AnalysisRun {
   private log!: TaskLog
@@ -51,6 +53,12 @@ export class AnalysisRun {
   private readonly runSignal: AbortSignal
   private readonly dm: DriverMachine
   private driver!: MachineDriver
+  /** The machine's live console while it runs; closed first at teardown. */
+  private console: { close(reason: string): void } | null = null
+  /** Ends the API's hold on this run's clock (Extend, Finish now). */
+  private releaseControl: (() => void) | null = null
+  /** Cuckoo's and CAPE's `interactive=1`: the machine is kept until the end or Finish now. */
+  private readonly interactive: boolean
 
   constructor(
     private readonly d: RunnerDeps,
@@ -59,6 +67,7 @@ export class AnalysisRun {
     private readonly signal: AbortSignal
   ) {
     this.runSignal = AbortSignal.any([signal, this.lostRoute.signal])
+    this.interactive = /^(1|yes|true|on)$/i.test(parseOptions(task.options).get('interactive') ?? '')
     this.dm = {
       name: machine.name, label: machine.label, ip: machine.ip, snapshot: machine.snapshot, platform: machine.platform,
       interface: machine.interface, options: JSON.parse(machine.options) as string[]
@@ -104,7 +113,10 @@ export class AnalysisRun {
     const phase = new GuestPhase({
       ip: m.ip, log: this.log, signal: this.runSignal, stage: (st, msg) => this.stage(st, msg), note: (msg) => this.note(msg),
       errors: this.errors, guestStatus: (st) => this.d.guests.setStatus(this.guestId!, st),
-      timelineError: (msg) => this.d.timeline.add(this.id, 'error', msg)
+      timelineError: (msg) => this.d.timeline.add(this.id, 'error', msg),
+      clock: (clock) => {
+        this.releaseControl = this.d.runControls.set(this.id, { clock, interactive: this.interactive, timeline: (st, msg) => this.stage(st, msg) })
+      }
     })
     this.phase = phase
     this.d.resultServer.addTask(m.ip, {
@@ -130,7 +142,7 @@ export class AnalysisRun {
     this.vmStarted = true // from here on the VM may run: teardown stops it whatever happens
     await this.driver.start(this.dm, this.runSignal)
     this.d.machines.setStatus(m.id, 'running')
-    this.stage('started', null)
+    this.stage('started', this.interactive ? 'interactive: the machine is kept until the end of the timeout or Finish now' : null)
     if (this.task.memory === 1 && caps.memoryDump && caps.revert) {
       await this.step('memory baseline', async () => {
         await ensureMemoryBaseline({
@@ -138,6 +150,9 @@ export class AnalysisRun {
           into: this.d.layout.artifact(this.id, ARTIFACTS.memoryBaseline), log: (msg) => this.log.info(msg)
         })
       })
+    }
+    if (this.driver.capabilities.console) {
+      this.console = openRunConsole(this.d, { task: this.id, machine: m.name, endpoint: () => this.driver.consoleEndpoint(this.dm), log: this.log })
     }
     if (this.captureLater) {
       await this.captureStarting
@@ -159,7 +174,7 @@ export class AnalysisRun {
       return { kind: 'completed' }
     }
     await this.captureStarting
-    return phase.run({ timeout, critical: s.timeouts.critical, spec: () => this.startSpec(sample, timeout, rsPort, analyzer) })
+    return phase.run({ timeout, critical: s.timeouts.critical, interactive: this.interactive, spec: () => this.startSpec(sample, timeout, rsPort, analyzer) })
   }
 
   /**
@@ -207,7 +222,8 @@ export class AnalysisRun {
       package: t.package,
       options: t.options,
       timeout,
-      enforceTimeout: t.enforce_timeout === 1,
+      // interactive=1 keeps the analyzer watching until the end, as the host keeps the machine.
+      enforceTimeout: t.enforce_timeout === 1 || this.interactive,
       terminateProcesses: false,
       // The clock the user asked for, else now (Cuckoo sent the submission time, a stale clock
       // after a long queue; CAPE refreshes it at start, and so do we).
@@ -249,6 +265,9 @@ export class AnalysisRun {
 
   /** Always runs, in Cuckoo's order; each step's failure is noted and the next still runs. */
   private async teardown(): Promise<void> {
+    // The analyst's view ends first: nothing typed from here on reaches a guest being torn down.
+    this.releaseControl?.()
+    this.console?.close('the analysis ended')
     await this.captureStarting
     if (this.shots) await this.step('stopping screenshots', async () => {
       const n = await this.shots!.stop()

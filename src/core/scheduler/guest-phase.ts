@@ -11,6 +11,7 @@ import { AGENT_PORT } from '../../guest-protocol/agent-api'
 import { GuestSession, type GuestStartSpec } from '../guest/guest-session'
 import type { GuestStatus } from '../db/guests.repository'
 import type { TaskLog } from './task-log'
+import { FINISH_GRACE_MS, RunClock } from './run-clock'
 
 export type Ending =
   | { kind: 'completed' }
@@ -29,6 +30,8 @@ export interface GuestPhaseHooks {
   errors: string[]
   guestStatus(status: GuestStatus): void
   timelineError(message: string): void
+  /** The run's clock, made when the guest phase starts: the API moves it (Extend, Finish now). */
+  clock?(clock: RunClock): void
 }
 
 /** Lines about refused foreign connections written to analysis.log before they are only counted. */
@@ -44,30 +47,44 @@ export class GuestPhase {
 
   constructor(private readonly h: GuestPhaseHooks) {}
 
-  /** The agent's part of the run: wait for it, start the analysis, wait for its end; never longer than timeout + critical. */
-  async run(o: { timeout: number; critical: number; spec: () => Promise<GuestStartSpec> }): Promise<Ending> {
-    const limitMs = (o.timeout + o.critical) * 1000
-    const deadline = AbortSignal.timeout(limitMs)
-    const signal = AbortSignal.any([this.h.signal, deadline, this.capped.signal])
+  /**
+   * The agent's part of the run: wait for it, start the analysis, wait for its end; never longer
+   * than the timeout (as extended, run-clock.ts) + critical. `interactive`: the machine is kept
+   * until the end of the timeout or Finish now, even when the analyzer reports its end earlier.
+   */
+  async run(o: { timeout: number; critical: number; interactive?: boolean; spec: () => Promise<GuestStartSpec> }): Promise<Ending> {
+    const clock = new RunClock(o.timeout)
+    const deadline = clock.deadline(o.critical * 1000)
+    const signal = AbortSignal.any([this.h.signal, deadline.signal, this.capped.signal])
     const session = new GuestSession({ ip: this.h.ip, port: AGENT_PORT, log: (msg) => this.h.log.info(msg), run: this.runId })
     this.session = session
+    this.h.clock?.(clock)
     try {
-      return await this.talk(session, limitMs, signal, o)
+      return await this.talk(session, clock, signal, o)
     } catch (err) {
       if (this.h.signal.aborted) return { kind: 'interrupted' }
       if (this.capped.signal.aborted) {
         this.h.stage('finished', 'ended early: the guest reached the upload limit')
         return { kind: 'completed' }
       }
-      if (deadline.aborted) return this.timedOut(o.timeout, o.critical)
+      if (deadline.signal.aborted) return clock.finishing ? this.finishedUnreported() : this.timedOut(o.timeout + clock.extendedBy, o.critical)
       throw err
+    } finally {
+      deadline.dispose()
     }
   }
 
-  private async talk(session: GuestSession, limitMs: number, signal: AbortSignal,
-    o: { timeout: number; critical: number; spec: () => Promise<GuestStartSpec> }): Promise<Ending> {
-    const startedAt = Date.now()
-    const left = (): number => Math.max(0, limitMs - (Date.now() - startedAt))
+  /** Finish now, and the analyzer did not report its end in time (Cuckoo's does not read the deadline). */
+  private finishedUnreported(): Ending {
+    const why = 'Finish now: the analyzer had not reported its end a few seconds later; the machine was stopped and its results may be partial'
+    this.h.stage('finished', why)
+    this.h.errors.push(why)
+    return { kind: 'completed' }
+  }
+
+  private async talk(session: GuestSession, clock: RunClock, signal: AbortSignal,
+    o: { timeout: number; critical: number; interactive?: boolean; spec: () => Promise<GuestStartSpec> }): Promise<Ending> {
+    const left = (): number => clock.remainingMs() + o.critical * 1000
     this.h.guestStatus('starting')
     const info = await session.waitAvailable({ timeoutMs: left(), signal })
     this.h.stage('agent_answered', `${this.h.ip}:${AGENT_PORT}`)
@@ -77,10 +94,23 @@ export class GuestPhase {
     })
     this.h.stage('analyzer_started', `${info.kind} agent${info.version ? ` ${info.version}` : ''}`)
     this.h.guestStatus('running')
-    const result = await session.waitForCompletion({
-      timeoutMs: left(), signal, onRunning: () => this.h.stage('sample_running', null),
-      onStale: (what) => this.foreign(`ignored ${what} from an analyzer of an earlier run`)
-    })
+    // Aviary's analyzer reads the end the host sets (Extend, Finish now); Cuckoo's keeps its own
+    // timeout (tellDeadline does nothing for it).
+    const offClock = clock.onChange(() => void session.tellDeadline(clock.remainingMs(), signal).catch(
+      (err: unknown) => this.h.log.warn(`telling the analyzer its new end: ${(err as Error).message}`)))
+    let result
+    try {
+      result = await session.waitForCompletion({
+        timeoutMs: left(), endAt: () => clock.endsAt + (clock.finishing ? FINISH_GRACE_MS : o.critical * 1000), signal,
+        onRunning: () => this.h.stage('sample_running', null),
+        onStale: (what) => this.foreign(`ignored ${what} from an analyzer of an earlier run`)
+      })
+    } finally {
+      offClock()
+    }
+    if (o.interactive && (result.outcome === 'complete' || result.outcome === 'exception' || result.outcome === 'failed')) {
+      await this.keepUntilEnd(clock, signal)
+    }
     switch (result.outcome) {
       case 'complete':
         this.h.stage('finished', result.description)
@@ -97,8 +127,32 @@ export class GuestPhase {
       case 'aborted':
         throw new Error('interrupted') // run() says by what
       case 'timeout':
-        return this.timedOut(o.timeout, o.critical)
+        // After Finish now the wait ends FINISH_GRACE_MS later: not a timeout, the analyst's end.
+        return clock.finishing ? this.finishedUnreported() : this.timedOut(o.timeout + clock.extendedBy, o.critical)
     }
+  }
+
+  /** interactive=1: the analyzer has ended, the analyst keeps the machine until the end or Finish now. */
+  private async keepUntilEnd(clock: RunClock, signal: AbortSignal): Promise<void> {
+    if (clock.finishing || clock.remainingMs() === 0) return
+    this.h.log.info(`interactive: the analyzer has ended; the machine is kept for ${Math.round(clock.remainingMs() / 1000)} s or until Finish now`)
+    await new Promise<void>((done) => {
+      let timer: NodeJS.Timeout | null = null
+      const arm = (): void => {
+        if (timer) clearTimeout(timer)
+        if (clock.finishing) return finish()
+        timer = setTimeout(finish, clock.remainingMs())
+      }
+      const finish = (): void => {
+        if (timer) clearTimeout(timer)
+        off()
+        signal.removeEventListener('abort', finish)
+        done()
+      }
+      const off = clock.onChange(arm)
+      signal.addEventListener('abort', finish)
+      arm()
+    })
   }
 
   private timedOut(timeout: number, critical: number): Ending {

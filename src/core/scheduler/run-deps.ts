@@ -11,6 +11,8 @@ import type { DriverKind } from '../../shared/api/drivers'
 import type { EngineSettings } from '../machinery/machines-config'
 import type { MachineDriver } from '../machinery/driver'
 import type { ResultServer } from '../resultserver/result-server'
+import type { ConsoleHub } from '../console/console-hub'
+import type { RunControls } from './run-clock'
 
 export interface RunnerDeps {
   layout: StorageLayout
@@ -28,4 +30,10 @@ export interface RunnerDeps {
   /** Resolves once the routes a previous process left are removed (the engine's start). */
   routesReady: Promise<void>
   log: { info(msg: string): void; error(msg: string): void }
+  /** Live consoles: a run opens its machine's when the machine runs, and closes it at teardown. */
+  consoles: ConsoleHub
+  /** The runs' clocks, which the API moves (Extend, Finish now). */
+  runControls: RunControls
+  /** The bytes one run's console recordings may take together. */
+  consoleRecordCap: number
 }

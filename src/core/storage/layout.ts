@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { BEHAVIOR_LOG, DROPPED_FOLDER, STRACE_LOG, UPLOAD_FOLDERS } from '../../guest-protocol/netlog'
+import { RECORDING_FOLDER } from '../../shared/console-recording'
 
 export interface StorageLayout {
   readonly root: string
@@ -148,6 +149,8 @@ export const ARTIFACTS = {
   memoryBaseline: 'memory.baseline.json',
   /** Hypervisor screenshots: shotFile(). */
   shots: 'shots',
+  /** The live console's sessions, one recording each (src/shared/console-recording.ts): NNNN.vncrec. */
+  console: RECORDING_FOLDER,
   /** The decrypting proxy's files: mitmproxy's own dump, the addon's flows, its log. */
   mitm: 'mitm',
   mitmDump: 'mitm/dump.mitm',

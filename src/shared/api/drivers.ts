@@ -17,6 +17,13 @@ export const DriverCapabilities = Type.Object({
       '(the run asks the agent to end earlier analyses, and reimaging is the owner\'s business)'
   }),
   screenshots: Type.Boolean({ description: "the driver takes screenshots of the machine's display" }),
-  memoryDump: Type.Boolean({ description: "the driver dumps the running machine's memory (a task's memory=1)" })
+  memoryDump: Type.Boolean({ description: "the driver dumps the running machine's memory (a task's memory=1)" }),
+  console: Type.Boolean({ description: "the service carries the running machine's screen, keyboard and mouse (the live console, its VNC server)" })
 })
 export type DriverCapabilities = Static<typeof DriverCapabilities>
+
+/** Why a kind of machine has no live console (the Live tab and the API say it). */
+export const NO_CONSOLE: Readonly<Partial<Record<DriverKind, string>>> = {
+  physical: 'the service has no view of a physical machine\'s screen (no hypervisor to carry it); use the machine itself',
+  virtualbox: 'the live console of VirtualBox machines (its VRDE server) is not carried yet; use VirtualBox\'s own window'
+}

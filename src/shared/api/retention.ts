@@ -94,6 +94,7 @@ export const PlannedTask = Type.Object({
   completed_on: nullable(Type.String()),
   age_days: Type.Number({ description: 'days since completion (since it was added when it never completed)' }),
   bytes: Type.Integer({ minimum: 0, description: 'disk used by the analysis folder' }),
+  recording_bytes: Type.Integer({ minimum: 0, description: 'of which its live console recordings (console/)' }),
   sample_id: nullable(Type.Integer()),
   rules: Type.Array(Type.Integer(), { description: 'the rules that select it' })
 })
@@ -106,12 +107,22 @@ export const PlannedSample = Type.Object({
 })
 export type PlannedSample = Static<typeof PlannedSample>
 
+export const PlannedRecordings = Type.Object({
+  id: Type.Integer({ description: 'the task, which stays' }),
+  target: Type.String(),
+  bytes: Type.Integer({ minimum: 0, description: 'disk used by its console recordings' })
+})
+export type PlannedRecordings = Static<typeof PlannedRecordings>
+
 export const Preview = Type.Object({
   generated_at: Type.String({ description: 'ISO 8601' }),
   rules: Type.Array(Type.Integer(), { description: 'the rules applied' }),
   tasks: Type.Array(PlannedTask, { description: 'every task the run would delete, by id' }),
   samples: Type.Array(PlannedSample, { description: 'stored samples removed with them (rules without keep_samples; no other task uses them)' }),
-  total: Type.Object({ tasks: Type.Integer(), bytes: Bytes, sample_bytes: Bytes }),
+  recordings: Type.Array(PlannedRecordings, {
+    description: 'tasks that stay but whose console recordings go: a free_until_gb rule deletes recordings (largest first) before any task'
+  }),
+  total: Type.Object({ tasks: Type.Integer(), bytes: Bytes, sample_bytes: Bytes, recording_bytes: Bytes }),
   disk: nullable(Type.Object({ free: Bytes, total: Bytes }, { description: "the analyses' file system now" }))
 })
 export type Preview = Static<typeof Preview>
@@ -137,7 +148,8 @@ export const RunRecord = Type.Object({
   deleted: Type.Array(DeletedTask),
   skipped: Type.Array(SkippedTask, { description: 'listed by the preview, left alone: why' }),
   samples: Type.Array(PlannedSample, { description: 'stored samples removed' }),
-  freed_bytes: Type.Integer({ minimum: 0, description: 'analysis folders and samples removed' }),
+  recordings: Type.Optional(Type.Array(PlannedRecordings, { description: 'console recordings removed from tasks that stay (absent in records of older versions)' })),
+  freed_bytes: Type.Integer({ minimum: 0, description: 'analysis folders, recordings and samples removed' }),
   disk_free_before: nullable(Type.Integer()),
   disk_free_after: nullable(Type.Integer())
 })

@@ -128,7 +128,10 @@ export type ServiceStatus = Static<typeof ServiceStatus>
 export const TIMELINE_STAGES = [
   'queued', 'unschedulable', 'machine_locked', 'reverting', 'started', 'agent_answered', 'analyzer_started',
   'sample_running', 'finished', 'timed_out', 'memory_dumped', 'machine_stopped', 'completed', 'failed',
-  'interrupted', 'recovered', 'processing', 'reported', 'error'
+  'interrupted', 'recovered', 'processing', 'reported', 'error',
+  // The live console (docs/engine.md): a client came or went, what the analyst typed and clicked
+  // (counts, never the keys), the end moved from the Live tab.
+  'console_opened', 'console_input', 'console_closed', 'extended', 'finish_requested'
 ] as const
 export type TimelineStage = (typeof TIMELINE_STAGES)[number]
 

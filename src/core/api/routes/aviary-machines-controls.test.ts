@@ -28,14 +28,14 @@ describe('GET /aviary/machines', () => {
     expect(body.engine).toBe(false)
     const listed = (await off.json<{ machines: Machine[] }>('/machines/list')).body.machines
     expect(body.machines.map(({ controls: _, capabilities: __, ...m }) => m)).toEqual(listed)
-    expect(body.machines[0]!.capabilities).toEqual({ power: true, revert: true, reset: true, screenshots: true, memoryDump: true })
+    expect(body.machines[0]!.capabilities).toEqual({ power: true, revert: true, reset: true, screenshots: true, memoryDump: true, console: true })
     for (const c of Object.values(body.machines[0]!.controls)) expect(c).toEqual({ allowed: false, reason: expect.stringMatching(/engine is not running/), by: 'engine' })
   })
 
   it('offers no power, revert or screen for a physical machine, and says why', async () => {
     const { body } = await physical.json<ControlledMachines>('/aviary/machines')
     expect(body.engine).toBe(true)
-    expect(body.machines[0]!.capabilities).toEqual({ power: false, revert: false, reset: false, screenshots: false, memoryDump: false })
+    expect(body.machines[0]!.capabilities).toEqual({ power: false, revert: false, reset: false, screenshots: false, memoryDump: false, console: false })
     const { start, stop, revert, screenshot } = body.machines[0]!.controls
     expect([start, stop].map((c) => c.reason)).toEqual([1, 2].map(() => 'a physical machine is powered by its owner: Aviary only waits for its agent, and never switches it on or off'))
     expect([start, stop].map((c) => c.by)).toEqual(['driver', 'driver'])

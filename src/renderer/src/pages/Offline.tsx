@@ -8,6 +8,15 @@ import { ReportViews } from '../report/ReportViews'
 import { reportTitle } from '../report/SummaryView'
 import { MAX_ARCHIVE_BYTES, readArchive } from '../offline/archive'
 import { fromDataTransfer, fromFileList, openAnalysis, type OfflineAnalysis } from '../offline/analysis'
+import { RecordingPlayer, type RecordingSource } from '../console/RecordingPlayer'
+import { isRecordingName, RECORDING_FOLDER } from '../../../shared/console-recording'
+
+/** The console sessions in an analysis folder (console/NNNN.vncrec), played from the archive. */
+function offlineRecordings(files: Map<string, Blob>): RecordingSource[] {
+  return [...files.entries()].filter(([p]) => p.startsWith(`${RECORDING_FOLDER}/`) && isRecordingName(p.slice(RECORDING_FOLDER.length + 1)))
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([p, blob]) => ({ name: p.slice(RECORDING_FOLDER.length + 1), bytes: blob.size, load: () => blob.arrayBuffer() }))
+}
 
 type State =
   | { kind: 'idle' }
@@ -87,7 +96,8 @@ export function OfflinePage(): JSX.Element {
             {state.reportUrl === null && ' · no reports/report.json: only the files are shown'}
             {' · '}<span className="sr-only">Report of </span><SafeText value={reportTitle(state.analysis.report)} className="font-medium text-zinc-800 dark:text-zinc-200" />
           </p>
-          <ReportViews report={state.analysis.report} sources={state.analysis.sources} rawDownload={state.reportUrl} />
+          <ReportViews report={state.analysis.report} sources={state.analysis.sources} rawDownload={state.reportUrl}
+            extra={offlineRecordings(state.analysis.files).length > 0 ? [{ id: 'console', label: 'Console', render: () => <RecordingPlayer recordings={offlineRecordings(state.analysis.files)} /> }] : []} />
         </div>
       )}
     </div>

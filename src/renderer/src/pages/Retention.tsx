@@ -60,7 +60,8 @@ export function RetentionPage(): JSX.Element {
     if (!shown || shown.selection.kind === 'draft') return
     const rule = shown.selection.kind === 'rule' ? shown.selection.id : undefined
     void act(async () => {
-      const result = await runRetention(rule, shown.preview.tasks.map((t) => t.id))
+      // The tasks the preview listed, and those whose recordings it listed: only those are touched.
+      const result = await runRetention(rule, [...shown.preview.tasks.map((t) => t.id), ...(shown.preview.recordings ?? []).map((r) => r.id)])
       setShown({ ...shown, result })
       await refresh()
     }, setRunError)

@@ -7,7 +7,7 @@
 import { useEffect, useMemo, useRef, useState, type JSX } from 'react'
 import { useParams, useSearchParams } from 'react-router'
 import { useQuery, useQueryClient } from '@tanstack/react-query'
-import { apiBase, fetchJson, HttpError } from '../api/http'
+import { apiBase, fetchJson, HttpError, type ConnectionId } from '../api/http'
 import { clientOf } from '../api/client'
 import { keys } from '../api/live'
 import { useUi } from '../state/ui'
@@ -27,6 +27,9 @@ import { startFailure } from '../report/start-failure'
 import { taskArchiveMember } from '../report/archive'
 import type { Task } from '../../../shared/api/schemas'
 import { CompareWith } from '../compare/CompareWith'
+import { LiveTab } from '../console/LiveTab'
+import { RecordingPlayer } from '../console/RecordingPlayer'
+import { useTaskRecordings } from '../console/task-recordings'
 
 const SETTLED = new Set(['reported', 'failed_analysis', 'failed_processing', 'failed_reporting'])
 
@@ -69,6 +72,25 @@ function TaskFacts({ task }: { task: Partial<Task> }): JSX.Element {
   )
 }
 
+/** A running task: its live console and its timeline. */
+function RunningTabs({ connection, id, status, tab, onTab }: { connection: ConnectionId; id: number; status: string; tab: string; onTab(t: string): void }): JSX.Element {
+  const current = tab === 'timeline' ? 'timeline' : 'live'
+  const tabs = [{ id: 'live', label: 'Live' }, { id: 'timeline', label: 'Timeline' }]
+  return (
+    <div>
+      <div role="tablist" aria-label="Running task" className="mb-3 flex gap-1 border-b border-zinc-200 dark:border-zinc-800">
+        {tabs.map((t) => (
+          <button key={t.id} type="button" role="tab" id={`run-tab-${t.id}`} aria-selected={current === t.id} aria-controls={`run-panel-${t.id}`} onClick={() => onTab(t.id)}
+            className={`-mb-px border-b-2 px-3 py-1.5 text-sm ${current === t.id ? 'border-sky-700 font-medium' : 'border-transparent text-zinc-600 dark:text-zinc-400'}`}>{t.label}</button>
+        ))}
+      </div>
+      <div role="tabpanel" id={`run-panel-${current}`} aria-labelledby={`run-tab-${current}`}>
+        {current === 'live' ? <LiveTab connection={connection} id={id} /> : <Timeline connection={connection} id={id} status={status} />}
+      </div>
+    </div>
+  )
+}
+
 export function TaskPage(): JSX.Element {
   const params = useParams()
   const id = /^\d{1,15}$/.test(params.id ?? '') ? Number(params.id) : null
@@ -81,7 +103,7 @@ function TaskView({ id }: { id: number }): JSX.Element {
   const qc = useQueryClient()
   const [search, setSearch] = useSearchParams()
   const tabParam = search.get('tab')
-  const tab = tabParam !== null && (TABS.some((t) => t.id === tabParam) || tabParam === 'timeline') ? tabParam : 'summary'
+  const tab = tabParam !== null && (TABS.some((t) => t.id === tabParam) || tabParam === 'timeline' || tabParam === 'console' || tabParam === 'live') ? tabParam : 'summary'
   const [wantFull, setWantFull] = useState(false)
 
   const task = useQuery({
@@ -114,6 +136,8 @@ function TaskView({ id }: { id: number }): JSX.Element {
     // Shared with the tabs that need the full report: it is fetched once.
     fullReport: () => qc.fetchQuery({ queryKey: fullKey, queryFn: ({ signal }) => fetchJson<unknown>(connection, `/tasks/report/${id}`, {}, signal), staleTime: Infinity })
   }), [connection, id, qc, fullKey, reportStamp])
+  // The console sessions, once the run is over (while it runs they are still being written).
+  const recordings = useTaskRecordings(connection, id, status !== '' && status !== 'running' && status !== 'pending')
   // A rereport takes the task back through `completed`: when it is reported again, reload.
   const prev = useRef(status)
   useEffect(() => {
@@ -128,6 +152,8 @@ function TaskView({ id }: { id: number }): JSX.Element {
   const notStarted = startFailure(taskErrors)
   const sources = base.data ? apiSources(base.data, id) : null
   const timelineTab = { id: 'timeline', label: 'Timeline', render: () => <Timeline connection={connection} id={id} status={status} /> }
+  const sessions = recordings.data ?? []
+  const consoleTab = { id: 'console', label: 'Console', render: () => <RecordingPlayer recordings={sessions} /> }
   const setTab = (next: string) => setSearch((s) => { const n = new URLSearchParams(s); n.set('tab', next); return n }, { replace: true })
 
   const noMachine = unschedulable(t)
@@ -143,7 +169,10 @@ function TaskView({ id }: { id: number }): JSX.Element {
           <p className="mb-3 text-sm text-zinc-600 dark:text-zinc-400">{status.startsWith('failed') ? 'The analysis failed: see the errors and the timeline.' : 'The report appears here once the task is reported.'}</p>
         )}
         {status === 'running' && <RunProgress startedOn={t.started_on} timeout={t.timeout} />}
-        <Timeline connection={connection} id={id} status={status} />
+        {status === 'running' ? <RunningTabs connection={connection} id={id} status={status} tab={tab} onTab={setTab} /> : <Timeline connection={connection} id={id} status={status} />}
+        {status !== 'running' && sessions.length > 0 && (
+          <section className="mt-4"><h2 className="mb-2 text-lg font-semibold">Console sessions</h2><RecordingPlayer recordings={sessions} /></section>
+        )}
       </div>
     )
   } else if (summary.isError) {
@@ -157,7 +186,7 @@ function TaskView({ id }: { id: number }): JSX.Element {
       <ReportPage.Provider value={{ calls, taskErrors }}>
         <ReportViews report={full.data ?? summary.data} partial={full.data === undefined} onNeedFull={() => setWantFull(true)} fullStatus={fullStatus}
           sources={sources} rawDownload={base.data ? `${base.data}/tasks/report/${id}/json` : null} route={typeof t.route === 'string' ? t.route : null}
-          tab={tab} onTab={setTab} extra={[timelineTab]} />
+          tab={tab} onTab={setTab} extra={sessions.length > 0 ? [timelineTab, consoleTab] : [timelineTab]} />
       </ReportPage.Provider>
     )
   }

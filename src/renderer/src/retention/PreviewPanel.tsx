@@ -27,6 +27,9 @@ export interface PreviewPanelProps {
 export function PreviewPanel({ selection, preview, running, result, runError, onRun, onClose }: PreviewPanelProps): JSX.Element {
   const p = preview
   const count = p.tasks.length
+  // Older services send no recordings.
+  const recordings = Array.isArray(p.recordings) ? p.recordings : []
+  const recordingBytes = p.total.recording_bytes ?? 0
   const draft = selection.kind === 'draft'
   return (
     <section aria-labelledby="retention-preview-title" className="flex flex-col gap-2 rounded border border-zinc-300 p-3 dark:border-zinc-700">
@@ -35,10 +38,11 @@ export function PreviewPanel({ selection, preview, running, result, runError, on
         <button type="button" onClick={onClose} aria-label="Close the preview" className="ml-auto rounded px-2 hover:bg-zinc-100 dark:hover:bg-zinc-800">✕</button>
       </header>
       <p data-testid="preview-summary" className="text-sm">
-        {count === 0 ? 'Nothing to delete now.' : <>
+        {count === 0 && recordings.length === 0 ? 'Nothing to delete now.' : count === 0 ? null : <>
           <strong>{count} {count === 1 ? 'task' : 'tasks'}</strong> would be deleted, freeing <strong><Bytes value={p.total.bytes + p.total.sample_bytes} /></strong>
           {p.samples.length > 0 && <> (analyses <Bytes value={p.total.bytes} />, {p.samples.length} stored {p.samples.length === 1 ? 'sample' : 'samples'} <Bytes value={p.total.sample_bytes} />)</>}.
         </>}
+        {recordings.length > 0 && <> The live console recordings of <strong>{recordings.length} {recordings.length === 1 ? 'task' : 'tasks'}</strong> would be deleted first, freeing <strong><Bytes value={recordingBytes} /></strong>: those tasks stay.</>}
         {p.disk && <> Disk free now: <Bytes value={p.disk.free} /> of <Bytes value={p.disk.total} />.</>}
       </p>
       {count > 0 && (
@@ -64,6 +68,12 @@ export function PreviewPanel({ selection, preview, running, result, runError, on
           {count > SHOWN_ROWS && <p className="text-sm">… and {count - SHOWN_ROWS} more (all {count} are deleted by the run).</p>}
         </div>
       )}
+      {recordings.length > 0 && (
+        <details className="text-sm" data-testid="preview-recordings">
+          <summary>Tasks whose console recordings go ({recordings.length}), largest first: the tasks and their reports stay</summary>
+          <ul>{recordings.map((r) => <li key={r.id}><Link to={`/tasks/${r.id}`} className="text-sky-800 underline dark:text-sky-300">#{r.id}</Link> <SafeText value={r.target} /> (<Bytes value={r.bytes} />)</li>)}</ul>
+        </details>
+      )}
       {p.samples.length > 0 && (
         <details className="text-sm">
           <summary>Stored samples removed with them ({p.samples.length}): no remaining task uses them</summary>
@@ -72,11 +82,11 @@ export function PreviewPanel({ selection, preview, running, result, runError, on
       )}
       {draft ? (
         <p className="text-sm text-zinc-700 dark:text-zinc-300">Save the rule to run it.</p>
-      ) : count > 0 && !result && (
+      ) : (count > 0 || recordings.length > 0) && !result && (
         <div>
           <button type="button" disabled={running} onClick={onRun}
             className="rounded bg-red-700 px-3 py-1 font-medium text-white disabled:opacity-50">
-            {running ? 'Deleting…' : `Delete these ${count} ${count === 1 ? 'task' : 'tasks'}`}
+            {running ? 'Deleting…' : count > 0 ? `Delete these ${count} ${count === 1 ? 'task' : 'tasks'}${recordings.length > 0 ? ' and the recordings' : ''}` : `Delete the recordings of ${recordings.length} ${recordings.length === 1 ? 'task' : 'tasks'}`}
           </button>
         </div>
       )}
@@ -89,7 +99,7 @@ export function PreviewPanel({ selection, preview, running, result, runError, on
 export function RunResult({ run }: { run: RunRecord }): JSX.Element {
   return (
     <div role="status" data-testid="run-result" className="rounded border border-emerald-300 bg-emerald-50 px-2 py-1 text-sm text-emerald-950 dark:border-emerald-800 dark:bg-emerald-950 dark:text-emerald-50">
-      <p>Deleted {run.deleted.length} {run.deleted.length === 1 ? 'task' : 'tasks'}{run.samples.length > 0 && ` and ${run.samples.length} stored ${run.samples.length === 1 ? 'sample' : 'samples'}`}, freed <Bytes value={run.freed_bytes} />.</p>
+      <p>Deleted {run.deleted.length} {run.deleted.length === 1 ? 'task' : 'tasks'}{run.samples.length > 0 && ` and ${run.samples.length} stored ${run.samples.length === 1 ? 'sample' : 'samples'}`}{(run.recordings?.length ?? 0) > 0 && `, and the console recordings of ${run.recordings!.length} ${run.recordings!.length === 1 ? 'task' : 'tasks'}`}, freed <Bytes value={run.freed_bytes} />.</p>
       {run.skipped.length > 0 && (
         <ul aria-label="Left alone">
           {run.skipped.map((s) => <li key={s.id}>Task #{s.id} left alone: <SafeText value={s.reason} /></li>)}

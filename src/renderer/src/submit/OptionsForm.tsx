@@ -83,6 +83,9 @@ export function OptionsForm({ connection, value, onChange }: { connection: Conne
       <div className="flex flex-col justify-end gap-1 text-sm">
         <label className="flex items-center gap-2"><input type="checkbox" checked={value.memory} onChange={(e) => set('memory', e.target.checked)} /> Full memory dump</label>
         <label className="flex items-center gap-2"><input type="checkbox" checked={value.enforce_timeout} onChange={(e) => set('enforce_timeout', e.target.checked)} /> Enforce timeout</label>
+        <label className="flex items-center gap-2" title="Keeps the machine running until the timeout or Finish now, even when the sample ends earlier, so you can act in it from the task's Live tab (option interactive=1)">
+          <input type="checkbox" checked={value.interactive} onChange={(e) => set('interactive', e.target.checked)} /> Interactive (keep the machine)
+        </label>
         <label className="flex items-center gap-2" title="files only: refuse a sample submitted before"><input type="checkbox" checked={value.unique} onChange={(e) => set('unique', e.target.checked)} /> Unique (skip known files)</label>
       </div>
     </fieldset>

@@ -120,10 +120,15 @@ export const NETWORK_KEYS = ['route', 'mitm'] as const
  * Without an offer, the options are sent as typed.
  */
 export function applyNetwork(o: SubmitOptions, offer: NetworkOffer | null | undefined): SubmitOptions {
-  if (!offer) return o
+  if (!offer) return applyInteractive(o)
   const c = networkChoice(o, offer)
   const set: [string, string][] = [['route', c.route.name]]
   // A closed route is never decrypted (and mitm=1 there is refused): no mitm= at all.
   if (c.mitmOffered && c.mitmBlocked === null) set.push(['mitm', c.mitm ? '1' : '0'])
-  return { ...o, options: mergeOptions(o.options, set, NETWORK_KEYS) }
+  return applyInteractive({ ...o, options: mergeOptions(o.options, set, NETWORK_KEYS) })
+}
+
+/** The Interactive switch as `interactive=1` in options (typed as such, it is kept either way). */
+export function applyInteractive(o: SubmitOptions): SubmitOptions {
+  return o.interactive ? { ...o, options: mergeOptions(o.options, [['interactive', '1']]) } : o
 }

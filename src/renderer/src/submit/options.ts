@@ -12,12 +12,14 @@ export type SubmitOptions = { [K in TaskField]: K extends Flag ? boolean : strin
   route: string
   /** Decrypt HTTPS (mitm=1); null = the host's default. */
   mitm: boolean | null
+  /** Cuckoo's and CAPE's interactive=1: the machine is kept until the timeout or Finish now (the Live tab). Sent inside `options`. */
+  interactive: boolean
 }
 // `clock` is a datetime-local value (YYYY-MM-DDTHH:MM[:SS]); empty = the host's time.
 
 export const DEFAULT_OPTIONS: SubmitOptions = {
   package: '', options: '', timeout: '', priority: '1', machine: '', platform: '', tags: '', custom: '', owner: '',
-  memory: false, enforce_timeout: false, clock: '', unique: false, route: '', mitm: null
+  memory: false, enforce_timeout: false, clock: '', unique: false, route: '', mitm: null, interactive: false
 }
 
 /** "2026-11-23T10:04" → "11-23-2026 10:04:00", the API's (Cuckoo's) %m-%d-%Y %H:%M:%S. */

@@ -14,7 +14,9 @@ const STAGE_WORDS: Record<string, string> = {
   started: 'machine started', agent_answered: 'agent answered', analyzer_started: 'analyzer started', sample_running: 'sample running',
   finished: 'analysis finished', timed_out: 'timed out', memory_dumped: 'memory dumped', machine_stopped: 'machine stopped',
   completed: 'completed', failed: 'failed', interrupted: 'interrupted', recovered: 'recovered', processing: 'processing',
-  reported: 'reported', error: 'error'
+  reported: 'reported', error: 'error',
+  console_opened: 'console opened', console_input: 'typed and clicked in the console', console_closed: 'console closed',
+  extended: 'extended', finish_requested: 'finish requested'
 }
 
 /**
