@@ -224,7 +224,7 @@ describe('mitm=1, with the rooter as root and the service as nobody', () => {
     expect(await stages(s, id)).not.toContain('timed_out')
     await expectDecrypted(id, 'short', 1)
     const log = readFileSync(analysisFile(id, 'analysis.log'), 'utf8')
-    expect(log).toMatch(/timeout of 20s reached/)
+    expect(log).toMatch(/the end was reached \(timeout 20 s, as the host set it\)/)
     const ms = [...log.matchAll(/the proxy's CA (?:\(.*\) is trusted for this run|is no longer trusted): .* \((\d+) ms\)/g)].map((m) => Number(m[1]))
     expect(ms).toHaveLength(2)
   }, 240_000)

@@ -11,12 +11,32 @@ import type { TasksRepository } from '../db/tasks.repository'
 import type { GuestsRepository } from '../db/guests.repository'
 import type { MachinesRepository } from '../db/machines.repository'
 import { ARTIFACTS, type StorageLayout } from '../storage/layout'
-import type { RunControls } from '../scheduler/run-clock'
+import type { TimelineStage } from '../../shared/api/schemas'
 import type { ConsoleEntry, ConsoleHub } from './console-hub'
+
+/**
+ * The runs in their guest phase, by task: what Extend and Finish now act on. The scheduler's
+ * RunControls (scheduler/run-clock.ts) is one; said here by shape because the scheduler imports
+ * this folder (a run opens its console), and folders do not import each other both ways.
+ */
+export interface RunControlsView {
+  get(task: number): {
+    clock: {
+      readonly startedAt: number
+      readonly endsAt: number
+      readonly extendedBy: number
+      readonly finishing: boolean
+      extend(seconds: number): number | string
+      remainingMs(): number
+      finishNow(): boolean
+    }
+    timeline(stage: TimelineStage, message: string): void
+  } | undefined
+}
 
 export interface ConsoleServiceDeps {
   hub: ConsoleHub
-  runs: RunControls
+  runs: RunControlsView
   tasks: TasksRepository
   guests: GuestsRepository
   machines: MachinesRepository
