@@ -32,6 +32,8 @@ import { ConnectionsService } from './connections/connections.service'
 import { DEFAULT_HOST, DEFAULT_MAX_UPLOAD, DEFAULT_PORT, VERSION } from './config'
 import type { UnpackLimits } from './submit/unpack'
 import { RetentionService } from './retention/retention.service'
+import { machineBuildsFor, type MachineBuilds } from './builder/machine-builds'
+import { upkeepFor } from './builder/upkeep'
 import { RetentionSchedule, type ScheduleOptions } from './retention/retention-schedule'
 
 export interface ServiceOptions {
@@ -73,6 +75,7 @@ interface Running {
   bus: EventBus
   pool: HashPool
   retention: RetentionService
+  builds: MachineBuilds
   schedule: RetentionSchedule
   unlock: () => void
   url: string
@@ -117,6 +120,7 @@ export class AviaryService {
     let staticRouting: RoutingSettings | null = null
     const pool = new HashPool(this.opts.hashWorker)
     let retention: RetentionService | null = null
+    let builds: MachineBuilds | null = null
     try {
       await cleanTmp(layout.tmp)
       db = openDatabase(layout.database)
@@ -132,6 +136,7 @@ export class AviaryService {
       // Retention logs to the app's log, which exists once the app is built.
       let appLog: App['log'] | null = null
       const log = { info: (m: string) => appLog?.info(m), warn: (m: string) => appLog?.warn(m) }
+      builds = machineBuildsFor(layout)
       retention = new RetentionService({ db, layout, tasks: tasksService, log, now: this.opts.retentionSchedule?.now })
       const app = await buildApp(
         {
@@ -155,6 +160,8 @@ export class AviaryService {
           // The engine is made after the app: read when a request comes.
           get fleet() { return engine?.fleet ?? null },
           retention,
+          builds,
+          upkeep: upkeepFor(layout),
           routing: () => (engine ? engine.routing() : staticRouting),
           requestExit: () => (this.opts.onExitRequest ?? (() => void this.stop()))()
         },
@@ -189,10 +196,11 @@ export class AviaryService {
       schedule.start()
       const address = app.server.address() as AddressInfo
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
-      this.running = { app, engine, db, bus, pool, retention, schedule, unlock, url: `http://${host}:${address.port}` }
+      this.running = { app, engine, db, bus, pool, retention, builds, schedule, unlock, url: `http://${host}:${address.port}` }
       return { url: this.running.url }
     } catch (err) {
       await retention?.stop()
+      await builds?.stop()
       await engine?.stop()
       await pool.stop()
       db?.close()
@@ -210,6 +218,8 @@ export class AviaryService {
     // A retention run under way ends after the task it is deleting; then the engine stops.
     await r.schedule.stop()
     await r.retention.stop()
+    // A machine build under way is interrupted; it removes what it made.
+    await r.builds.stop()
     await r.engine?.stop()
     await r.app.close()
     await r.pool.stop()

@@ -21,6 +21,7 @@ import { aviaryMachinesRoutes } from './routes/aviary-machines.routes'
 import { aviaryConnectionsRoutes } from './routes/aviary-connections.routes'
 import { aviaryCallsRoutes } from './routes/aviary-calls.routes'
 import { aviaryRetentionRoutes } from './routes/aviary-retention.routes'
+import { aviaryMachineBuildsRoutes } from './routes/aviary-machine-builds.routes'
 import { isPublicUiRequest, uiStaticRoutes } from './ui-static'
 import { SessionStore, sessionRoutes } from './session'
 
@@ -71,7 +72,7 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   await app.register(filesRoutes(ctx))
   await app.register(statusRoutes(ctx, { debug: opts.debug ?? false }))
   await app.register(eventsRoutes(ctx))
-  for (const routes of [aviaryStatsRoutes, aviaryTasksRoutes, aviaryMachinesRoutes, aviaryRoutesRoutes, aviaryCallsRoutes, aviaryRetentionRoutes]) await app.register(routes(ctx))
+  for (const routes of [aviaryStatsRoutes, aviaryTasksRoutes, aviaryMachinesRoutes, aviaryRoutesRoutes, aviaryCallsRoutes, aviaryRetentionRoutes, aviaryMachineBuildsRoutes]) await app.register(routes(ctx))
   await app.register(aviaryConnectionsRoutes(ctx))
   await app.register(sessionRoutes(opts.apiToken, sessions))
   await app.register(uiStaticRoutes(opts.uiDir ?? null))

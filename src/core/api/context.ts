@@ -15,6 +15,8 @@ import type { Fleet } from '../fleet/fleet.service'
 import type { ConnectionsService } from '../connections/connections.service'
 import type { RoutingSettings } from '../network/routing-config'
 import type { RetentionService } from '../retention/retention.service'
+import type { MachineBuilds } from '../builder/machine-builds'
+import type { MachineUpkeep } from '../builder/upkeep'
 
 export interface ApiContext {
   version: string
@@ -35,6 +37,10 @@ export interface ApiContext {
   aviaryStats: AviaryStatsService
   /** Machine controls and the doctor, from the running engine; null while it is off. */
   readonly fleet: Fleet | null
+  /** Machine builds in the background (/aviary/machines/builds). */
+  builds: MachineBuilds
+  /** Disk use, delete, leftovers of the machines the builder made. */
+  upkeep: MachineUpkeep
   /** Retention rules, their dry run and runs (/aviary/retention). */
   retention: RetentionService
   /** The routes of machines.json now; null: this host routes nothing. */
