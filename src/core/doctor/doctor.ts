@@ -5,6 +5,8 @@
 // the whole path of an analysis but the sample. The routes are checked too (routes-check.ts).
 import os from 'node:os'
 import { existsSync } from 'node:fs'
+import path from 'node:path'
+import { createLayout } from '../storage/layout'
 import net, { isIP } from 'node:net'
 import { loadFleetConfig, type EngineSettings, type MachineConfig } from '../machinery/machines-config'
 import type { DriverMachine, Finding } from '../machinery/driver'
@@ -27,6 +29,8 @@ export interface DoctorReport {
   /** The routes of analyses: the rooter and each route machines.json offers. */
   routes: Finding[]
   machines: MachineReport[]
+  /** Folders, domains, snapshots and images nothing in machines.json uses (builder/upkeep.ts); not part of `ok`. */
+  leftovers?: Finding
 }
 
 export interface DoctorOptions {
@@ -67,7 +71,8 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
     const reports: MachineReport[] = []
     for (const m of machines) reports.push({ name: m.name, driver: m.driver, findings: await checkMachine(m, fleet.settings, drivers, o.deep) })
     const routes = await checkRoutes(fleet.settings.routing)
-    return { ok: config.ok && routes.every((f) => f.ok) && reports.every((r) => r.findings.every((f) => f.ok)), config, routes, machines: reports }
+    const leftovers = o.only?.length ? undefined : await leftoversFinding(o.machinesFile)
+    return { ok: config.ok && routes.every((f) => f.ok) && reports.every((r) => r.findings.every((f) => f.ok)), config, routes, machines: reports, ...(leftovers ? { leftovers } : {}) }
   } finally {
     await drivers.close()
   }
@@ -189,6 +194,18 @@ async function deepCheck(m: MachineConfig, dm: DriverMachine, drivers: DriverSet
 }
 
 /** The report as people read it: one line per check, a reason and a fix under each failure. */
+/** What a crash or an interrupted build left in the data folder of `machinesFile`, offered for removal. */
+async function leftoversFinding(machinesFile: string): Promise<Finding> {
+  const { findLeftovers } = await import('../builder/upkeep')
+  const found = await findLeftovers(createLayout(path.dirname(machinesFile))).catch(() => null)
+  if (found === null) return { check: 'leftovers', ok: true, detail: 'not looked for (machines.json could not be read as the builder reads it)' }
+  if (found.length === 0) return { check: 'leftovers', ok: true, detail: 'none: every machine folder, domain, snapshot and image is in use' }
+  return {
+    check: 'leftovers', ok: false, detail: found.map((l) => `${l.kind} ${l.name}`).join(', '),
+    fix: 'remove them with `aviary machines leftovers --remove` (or from the Machines page); an image no machine uses is only the next build\'s cache'
+  }
+}
+
 export function formatDoctorReport(r: DoctorReport): string {
   const lines: string[] = []
   const mark = (f: Finding) => (f.ok ? 'ok  ' : 'FAIL')
@@ -202,6 +219,10 @@ export function formatDoctorReport(r: DoctorReport): string {
   for (const m of r.machines) {
     lines.push('', `${m.name} (${m.driver})`)
     for (const f of m.findings) put(f, '  ')
+  }
+  if (r.leftovers) {
+    lines.push('')
+    put(r.leftovers, '')
   }
   lines.push('', r.ok ? 'All checks passed.' : 'Some checks failed: see the fixes above.')
   return lines.join('\n') + '\n'

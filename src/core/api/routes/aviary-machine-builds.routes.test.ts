@@ -211,6 +211,10 @@ describe('disk use, leftovers, delete and rebuild', () => {
     expect(existsSync(path.join(h.dataDir, 'machines', 'orphan'))).toBe(false)
     expect((await call<LeftoversAnswer>('GET', '/aviary/machines/leftovers')).body.leftovers.map(key).sort()).toEqual(['build .build-debian-bookworm-x-abc', 'image debian-bookworm-old'])
     expect((await call('POST', '/aviary/machines/leftovers/remove', { names: 'x' })).body.message).toMatch(/^names: /)
+    // The doctor offers them too, without failing the fleet for them.
+    const doctor = (await call<{ leftovers: { ok: boolean; detail: string; fix: string } }>('GET', '/aviary/doctor')).body
+    expect(doctor.leftovers).toMatchObject({ ok: false, detail: 'build .build-debian-bookworm-x-abc, image debian-bookworm-old' })
+    expect(doctor.leftovers.fix).toMatch(/aviary machines leftovers --remove/)
   })
 
   it('deletes a machine Aviary made (domain, snapshots, folder, entry) and only the entry of one written by hand', async () => {
