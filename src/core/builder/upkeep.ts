@@ -139,7 +139,9 @@ export interface Leftover {
 }
 
 async function domainDisks(lv: Libvirt, name: string): Promise<string[]> {
-  const out = await lv.run(['domblklist', name, '--details'], `listing the disks of ${name}`).catch(() => '')
+  // The persistent definition (--inactive) is read without the domain's job lock: a domain another
+  // program is starting or snapshotting is not waited for (a live query would wait for its job).
+  const out = await lv.run(['domblklist', name, '--inactive', '--details'], `listing the disks of ${name}`, 15_000).catch(() => '')
   return out.split('\n').map((l) => l.trim().split(/\s+/)).filter((c) => c[1] === 'disk' && c[3] && c[3] !== '-').map((c) => c.slice(3).join(' '))
 }
 
@@ -161,7 +163,8 @@ export async function findLeftovers(layout: StorageLayout, o: { uri?: string } =
     found.push({ kind: 'build', name: f, why: 'an image build that did not finish', bytes: allocatedBytes(path.join(layout.imagesDir, f)) })
   }
   const lv = new Libvirt(o.uri ?? fleet.settings.kvm.uri)
-  const domains = await lv.domainNames().catch(() => null)
+  const domains = await lv.run(['list', '--all', '--name'], 'listing the domains', 15_000)
+    .then((out) => out.split('\n').map((x) => x.trim()).filter(Boolean), () => null)
   if (domains !== null) {
     for (const d of domains.filter((x) => !labels.has(x))) {
       // Only domains whose disk is in this data folder: another install's (or user's) are not ours.
@@ -183,7 +186,7 @@ export async function findLeftovers(layout: StorageLayout, o: { uri?: string } =
 }
 
 async function snapshots(lv: Libvirt, m: MachineConfig): Promise<string[]> {
-  const out = await lv.run(['snapshot-list', m.label, '--name'], `listing the snapshots of ${m.label}`).catch(() => '')
+  const out = await lv.run(['snapshot-list', m.label, '--name'], `listing the snapshots of ${m.label}`, 15_000).catch(() => '')
   return out.split('\n').map((s) => s.trim()).filter(Boolean)
 }
 

@@ -7,6 +7,7 @@ import os from 'node:os'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { createLayout } from '../storage/layout'
+import { findLeftovers } from '../builder/upkeep'
 import net, { isIP } from 'node:net'
 import { loadFleetConfig, type EngineSettings, type MachineConfig } from '../machinery/machines-config'
 import type { DriverMachine, Finding } from '../machinery/driver'
@@ -196,7 +197,6 @@ async function deepCheck(m: MachineConfig, dm: DriverMachine, drivers: DriverSet
 /** The report as people read it: one line per check, a reason and a fix under each failure. */
 /** What a crash or an interrupted build left in the data folder of `machinesFile`, offered for removal. */
 async function leftoversFinding(machinesFile: string): Promise<Finding> {
-  const { findLeftovers } = await import('../builder/upkeep')
   const found = await findLeftovers(createLayout(path.dirname(machinesFile))).catch(() => null)
   if (found === null) return { check: 'leftovers', ok: true, detail: 'not looked for (machines.json could not be read as the builder reads it)' }
   if (found.length === 0) return { check: 'leftovers', ok: true, detail: 'none: every machine folder, domain, snapshot and image is in use' }
