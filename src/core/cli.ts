@@ -15,6 +15,7 @@ import { rulesCommand } from './processing/suricata/rules-cli'
 import { registerCreateWindows } from './builder/windows/windows-cli'
 import { registerCreateLinux, registerSetup } from './builder/linux-cli'
 import { AGENT_PORT } from '../guest-protocol/agent-api'
+import { registerFleetCommands } from './builder/fleet-cli'
 
 // Each command loads what it runs when it runs (the bundle splits there): the service does not
 // carry the guest agent, the doctor or the Cuckoo importer, and `aviary submit` not the service.
@@ -100,6 +101,7 @@ export async function main(argv: string[]): Promise<number> {
   const create = machines.command('create').description('make an analysis machine and add it to machines.json')
   registerCreateWindows(create, (code) => { exitCode = code })
   registerCreateLinux(create, (code) => { exitCode = code })
+  registerFleetCommands(machines, (code) => { exitCode = code })
   registerSetup(program, (code) => { exitCode = code })
 
   program

@@ -89,6 +89,8 @@ export class Engine {
   constructor(private readonly o: EngineOptions) {
     this.fleet = new FleetService({
       machines: o.machines, locks: new MachineLocks(o.db), machinesFile: o.layout.machinesConfig,
+      kvmUri: () => this.settings?.kvm.uri ?? 'qemu:///system',
+      machineDir: (name) => o.layout.machineDir(name),
       driver: (kind) => this.drivers!.get(kind),
       running: () => this.running !== null,
       released: () => this.running?.scheduler.kick()
@@ -106,6 +108,8 @@ export class Engine {
     const queue = new QueueRepository(o.db)
     const guests = new GuestsRepository(o.db)
     const recovered = recoverAfterRestart({ queue, machines: o.machines, guests, timeline: o.timeline })
+    // Machines in prepare mode when the service stopped stay out of the scheduler's reach.
+    this.fleet.restorePrepared()
     if (recovered.requeued.length) o.log.warn(`tasks queued again after an unclean stop: ${recovered.requeued.join(', ')}`)
     if (recovered.failed.length) o.log.error(`tasks failed after unclean stops: ${recovered.failed.join(', ')}`)
     // Decrypting proxies a killed service left running go before any run starts one.

@@ -32,6 +32,8 @@ import { ConnectionsService } from './connections/connections.service'
 import { DEFAULT_HOST, DEFAULT_MAX_UPLOAD, DEFAULT_PORT, VERSION } from './config'
 import type { UnpackLimits } from './submit/unpack'
 import { RetentionService } from './retention/retention.service'
+import { machineBuildsFor, type MachineBuilds } from './builder/machine-builds'
+import { upkeepFor } from './builder/upkeep'
 import { RetentionSchedule, type ScheduleOptions } from './retention/retention-schedule'
 import { ConsoleHub, DEFAULT_RECORD_CAP } from './console/console-hub'
 import { ConsoleService } from './console/console.service'
@@ -81,6 +83,7 @@ interface Running {
   bus: EventBus
   pool: HashPool
   retention: RetentionService
+  builds: MachineBuilds
   schedule: RetentionSchedule
   unlock: () => void
   url: string
@@ -135,6 +138,7 @@ export class AviaryService {
     let staticRouting: RoutingSettings | null = null
     const pool = new HashPool(this.opts.hashWorker)
     let retention: RetentionService | null = null
+    let builds: MachineBuilds | null = null
     try {
       await cleanTmp(layout.tmp)
       db = openDatabase(layout.database)
@@ -154,6 +158,7 @@ export class AviaryService {
       const runControls = new RunControls()
       const consoleRecordCap = this.opts.consoleRecordCap ?? DEFAULT_RECORD_CAP
       this.consoleHub = consoleHub
+      builds = machineBuildsFor(layout)
       retention = new RetentionService({ db, layout, tasks: tasksService, log, now: this.opts.retentionSchedule?.now })
       const app = await buildApp(
         {
@@ -180,6 +185,8 @@ export class AviaryService {
           consoles: new ConsoleService({ hub: consoleHub, runs: runControls, tasks, guests: new GuestsRepository(db), machines, layout, recordCap: consoleRecordCap }),
           consoleRemote: this.opts.consoleRemote ?? false,
           idsDir: layout.suricata,
+          builds,
+          upkeep: upkeepFor(layout),
           routing: () => (engine ? engine.routing() : staticRouting),
           requestExit: () => (this.opts.onExitRequest ?? (() => void this.stop()))()
         },
@@ -215,10 +222,11 @@ export class AviaryService {
       schedule.start()
       const address = app.server.address() as AddressInfo
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
-      this.running = { app, engine, db, bus, pool, retention, schedule, unlock, url: `http://${host}:${address.port}` }
+      this.running = { app, engine, db, bus, pool, retention, builds, schedule, unlock, url: `http://${host}:${address.port}` }
       return { url: this.running.url }
     } catch (err) {
       await retention?.stop()
+      await builds?.stop()
       await engine?.stop()
       await pool.stop()
       db?.close()
@@ -236,6 +244,8 @@ export class AviaryService {
     // A retention run under way ends after the task it is deleting; then the engine stops.
     await r.schedule.stop()
     await r.retention.stop()
+    // A machine build under way is interrupted; it removes what it made.
+    await r.builds.stop()
     await r.engine?.stop()
     // Consoles no run holds (prepare mode's) end too; the runs closed their own.
     this.consoleHub?.closeAll('the service is stopping')

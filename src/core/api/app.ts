@@ -24,6 +24,7 @@ import { aviaryConnectionsRoutes } from './routes/aviary-connections.routes'
 import { aviaryCallsRoutes } from './routes/aviary-calls.routes'
 import { aviaryRetentionRoutes } from './routes/aviary-retention.routes'
 import { aviaryIdsRoutes } from './routes/aviary-ids.routes'
+import { aviaryMachineBuildsRoutes } from './routes/aviary-machine-builds.routes'
 import { isPublicUiRequest, uiStaticRoutes } from './ui-static'
 import { SessionStore, sessionRoutes } from './session'
 import websocket from '@fastify/websocket'
@@ -96,7 +97,7 @@ export async function buildApp(ctx: ApiContext, opts: AppOptions): Promise<App> 
   await app.register(filesRoutes(ctx))
   await app.register(statusRoutes(ctx, { debug: opts.debug ?? false }))
   await app.register(eventsRoutes(ctx))
-  for (const routes of [aviaryStatsRoutes, aviaryTasksRoutes, aviaryMachinesRoutes, aviaryRoutesRoutes, aviaryCallsRoutes, aviaryRetentionRoutes, aviaryIdsRoutes]) await app.register(routes(ctx))
+  for (const routes of [aviaryStatsRoutes, aviaryTasksRoutes, aviaryMachinesRoutes, aviaryRoutesRoutes, aviaryCallsRoutes, aviaryRetentionRoutes, aviaryIdsRoutes, aviaryMachineBuildsRoutes]) await app.register(routes(ctx))
   await app.register(aviaryConnectionsRoutes(ctx))
   await app.register(aviaryConsoleRoutes(ctx))
   await app.register(sessionRoutes(opts.apiToken, sessions))

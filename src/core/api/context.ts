@@ -16,6 +16,8 @@ import type { ConnectionsService } from '../connections/connections.service'
 import type { RoutingSettings } from '../network/routing-config'
 import type { RetentionService } from '../retention/retention.service'
 import type { ConsoleService } from '../console/console.service'
+import type { MachineBuilds } from '../builder/machine-builds'
+import type { MachineUpkeep } from '../builder/upkeep'
 
 export interface ApiContext {
   version: string
@@ -36,6 +38,10 @@ export interface ApiContext {
   aviaryStats: AviaryStatsService
   /** Machine controls and the doctor, from the running engine; null while it is off. */
   readonly fleet: Fleet | null
+  /** Machine builds in the background (/aviary/machines/builds). */
+  builds: MachineBuilds
+  /** Disk use, delete, leftovers of the machines the builder made. */
+  upkeep: MachineUpkeep
   /** Retention rules, their dry run and runs (/aviary/retention). */
   retention: RetentionService
   /** <data>/suricata: the IDS's settings and imported rule sets (/aviary/ids/rules); absent: no such routes. */

@@ -14,9 +14,17 @@ import { BuildInputError, checkLinuxRequest, type LinuxMachinesRequest } from '.
 
 export type BuildState = 'running' | 'succeeded' | 'failed'
 
+/** A second build while one runs: the route's 409. */
+export class BuildBusyError extends BuildInputError {
+  constructor() {
+    super('name', 'a machine build is running already; wait for it to end')
+  }
+}
+
 export interface BuildJob {
   id: number
-  kind: 'linux'
+  /** `rebuild`: an existing machine deleted, then made again under its name. */
+  kind: 'linux' | 'rebuild'
   request: LinuxMachinesRequest
   state: BuildState
   /** ISO times. */
@@ -55,11 +63,11 @@ export class MachineBuilds extends EventEmitter<MachineBuildsEvents> {
    * Starts making Linux machines; returns the job at once. Refuses (BuildInputError, naming the
    * field) a bad request, and a second build while one runs.
    */
-  startLinux(request: LinuxMachinesRequest): BuildJob {
+  startLinux(request: LinuxMachinesRequest, o: { kind?: BuildJob['kind']; before?: (ctx: Omit<LinuxBuildContext, 'signal'>, note: (m: string) => void) => Promise<void> } = {}): BuildJob {
     checkLinuxRequest(request)
-    if (this.running) throw new BuildInputError('name', 'a machine build is running already; wait for it to end')
+    if (this.running) throw new BuildBusyError()
     const job: BuildJob = {
-      id: this.next++, kind: 'linux', request: structuredClone(request), state: 'running', started: new Date().toISOString(), ended: null,
+      id: this.next++, kind: o.kind ?? 'linux', request: structuredClone(request), state: 'running', started: new Date().toISOString(), ended: null,
       events: [], result: null, error: null
     }
     this.jobs.set(job.id, job)
@@ -77,7 +85,13 @@ export class MachineBuilds extends EventEmitter<MachineBuildsEvents> {
       this.running = null
       this.emit('ended', job)
     }
-    this.running = createLinuxMachines(request, { ...this.context(), signal: this.abort.signal }, onEvent).then(
+    const context = this.context()
+    // What runs first (a rebuild's delete) says so in notes numbered before the build's own events.
+    let before = 0
+    const first = o.before
+      ? o.before(context, (message) => onEvent({ seq: ++before, elapsedMs: Date.now() - Date.parse(job.started), step: 'check', kind: 'note', message }))
+      : Promise.resolve()
+    this.running = first.then(() => createLinuxMachines(request, { ...context, signal: this.abort.signal }, (e) => onEvent({ ...e, seq: e.seq + before }))).then(
       (result) => {
         job.result = result
         done('succeeded')
@@ -92,6 +106,11 @@ export class MachineBuilds extends EventEmitter<MachineBuildsEvents> {
         done('failed')
       })
     return job
+  }
+
+  /** A build is running. */
+  busy(): boolean {
+    return this.running !== null
   }
 
   get(id: number): BuildJob | undefined {

@@ -5,6 +5,9 @@
 // the whole path of an analysis but the sample. The routes are checked too (routes-check.ts).
 import os from 'node:os'
 import { existsSync } from 'node:fs'
+import path from 'node:path'
+import { createLayout } from '../storage/layout'
+import { findLeftovers } from '../builder/upkeep'
 import net, { isIP } from 'node:net'
 import { loadFleetConfig, type EngineSettings, type MachineConfig } from '../machinery/machines-config'
 import type { DriverMachine, Finding } from '../machinery/driver'
@@ -30,6 +33,8 @@ export interface DoctorReport {
   machines: MachineReport[]
   /** The IDS (Suricata and its rule sets, processing/suricata/ids-check.ts): informative, never failing. */
   ids?: Finding[]
+  /** Folders, domains, snapshots and images nothing in machines.json uses (builder/upkeep.ts); not part of `ok`. */
+  leftovers?: Finding
 }
 
 export interface DoctorOptions {
@@ -69,7 +74,8 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
     const reports: MachineReport[] = []
     for (const m of machines) reports.push({ name: m.name, driver: m.driver, findings: await checkMachine(m, fleet.settings, drivers, o.deep) })
     const routes = await checkRoutes(fleet.settings.routing)
-    return { ok: config.ok && routes.every((f) => f.ok) && reports.every((r) => r.findings.every((f) => f.ok)), config, routes, machines: reports }
+    const leftovers = o.only?.length ? undefined : await leftoversFinding(o.machinesFile)
+    return { ok: config.ok && routes.every((f) => f.ok) && reports.every((r) => r.findings.every((f) => f.ok)), config, routes, machines: reports, ...(leftovers ? { leftovers } : {}) }
   } finally {
     await drivers.close()
   }
@@ -191,6 +197,17 @@ async function deepCheck(m: MachineConfig, dm: DriverMachine, drivers: DriverSet
 }
 
 /** The report as people read it: one line per check, a reason and a fix under each failure. */
+/** What a crash or an interrupted build left in the data folder of `machinesFile`, offered for removal. */
+async function leftoversFinding(machinesFile: string): Promise<Finding> {
+  const found = await findLeftovers(createLayout(path.dirname(machinesFile))).catch(() => null)
+  if (found === null) return { check: 'leftovers', ok: true, detail: 'not looked for (machines.json could not be read as the builder reads it)' }
+  if (found.length === 0) return { check: 'leftovers', ok: true, detail: 'none: every machine folder, domain, snapshot and image is in use' }
+  return {
+    check: 'leftovers', ok: false, detail: found.map((l) => `${l.kind} ${l.name}`).join(', '),
+    fix: 'remove them with `aviary machines leftovers --remove` (or from the Machines page); an image no machine uses is only the next build\'s cache'
+  }
+}
+
 export function formatDoctorReport(r: DoctorReport): string {
   const lines: string[] = []
   const mark = (f: Finding) => (f.ok ? 'ok  ' : 'FAIL')
@@ -208,6 +225,10 @@ export function formatDoctorReport(r: DoctorReport): string {
   if (r.ids !== undefined && r.ids.length > 0) {
     lines.push('', 'IDS (optional: a report says when it was skipped)')
     for (const f of r.ids) put(f, '  ')
+  }
+  if (r.leftovers) {
+    lines.push('')
+    put(r.leftovers, '')
   }
   lines.push('', r.ok ? 'All checks passed.' : 'Some checks failed: see the fixes above.')
   return lines.join('\n') + '\n'

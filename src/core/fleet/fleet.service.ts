@@ -13,6 +13,9 @@ import { notFound } from '../errors'
 import { ErrorCodes } from '../../shared/errors'
 import { conflict, engineNotRunning } from './fleet-errors'
 import { driverRefuses, type MachineAction } from './machine-controls'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { Libvirt } from '../builder/libvirt-host'
 
 /** The doctor (and the guest session it checks agents with) loads when the UI first asks for it. */
 const loadDoctor = () => import('../doctor/doctor')
@@ -26,6 +29,19 @@ export interface Fleet {
   screenshot(name: string): Promise<Buffer>
   /** `aviary doctor`'s findings; deep checks only the machines no task is using. Cached 30 s. */
   doctor(deep: boolean): Promise<DoctorReport>
+  /** Prepare mode: revert and start the machine, locked so no task gets it, until keep or discard. */
+  prepare(name: string): Promise<PrepareState>
+  /** Ends prepare mode: the machine as it is now becomes its snapshot (`keep`), or goes back to the old one. */
+  endPrepare(name: string, how: 'keep' | 'discard'): Promise<MachineRow>
+  /** The machines being prepared now. */
+  preparing(): PrepareState[]
+}
+
+export interface PrepareState {
+  machine: string
+  since: string
+  /** How to reach the guest meanwhile, in words (VNC display, serial console, the agent's address). */
+  reach: string[]
 }
 
 export interface FleetDeps {
@@ -37,13 +53,20 @@ export interface FleetDeps {
   /** A machine's lock was released: tasks waiting for it may start. */
   released(): void
   machinesFile: string
+  /** libvirt's URI of kvm machines (machines.json's kvm.uri now). */
+  kvmUri(): string
+  /** A machine's folder (the marker of prepare mode is kept there, so a restart keeps it locked). */
+  machineDir(name: string): string
 }
+
+const PREPARING = 'preparing.json'
 
 const DOCTOR_CACHE_MS = 30_000
 
 export class FleetService implements Fleet {
   private readonly inFlight = new Set<Promise<unknown>>()
   private readonly doctorCache = new Map<boolean, { at: number; report: Promise<DoctorReport> }>()
+  private readonly prepared = new Map<string, PrepareState>()
 
   constructor(private readonly d: FleetDeps) {}
 
@@ -86,6 +109,89 @@ export class FleetService implements Fleet {
     this.doctorCache.set(deep, { at: Date.now(), report })
     report.catch(() => this.doctorCache.delete(deep))
     return report
+  }
+
+  preparing(): PrepareState[] {
+    return [...this.prepared.values()]
+  }
+
+  async prepare(name: string): Promise<PrepareState> {
+    const row = this.machine(name)
+    if (row.driver !== 'kvm') throw conflict(`${row.name}: prepare mode needs a kvm machine (a snapshot to replace); this one is ${row.driver}`)
+    if (this.prepared.has(name)) throw conflict(`${row.name} is being prepared already: keep or discard first`)
+    if (!this.d.locks.tryLock(row.id)) throw conflict(`${row.name} is locked by a running task (or another action): try again when it is released`)
+    try {
+      const driver = this.d.driver(row.driver)
+      await this.track(driver.start(driverMachine(row))).catch((err: unknown) => {
+        throw err instanceof MachineError ? conflict(`prepare of ${row.name} failed: ${err.message}`) : err
+      })
+      await driver.state(driverMachine(row)).then((st) => this.d.machines.setStatus(row.id, st), () => undefined)
+      const state: PrepareState = { machine: name, since: new Date().toISOString(), reach: await this.reach(row) }
+      this.prepared.set(name, state)
+      mkdirSync(this.d.machineDir(name), { recursive: true })
+      writeFileSync(path.join(this.d.machineDir(name), PREPARING), JSON.stringify(state) + '\n')
+      return state
+    } catch (err) {
+      this.d.machines.unlock(row.id)
+      this.d.released()
+      throw err
+    }
+  }
+
+  async endPrepare(name: string, how: 'keep' | 'discard'): Promise<MachineRow> {
+    const row = this.machine(name)
+    if (!this.prepared.has(name)) throw conflict(`${row.name} is not being prepared`)
+    const lv = new Libvirt(this.d.kvmUri())
+    const snap = row.snapshot ?? 'clean'
+    await this.track((async () => {
+      if (how === 'keep') {
+        if ((await lv.domState(row.label)) !== 'running') throw conflict(`${row.name} is not running: start it again (prepare) or discard`)
+        // The new state is saved under another name before the old snapshot goes, so a failure
+        // half way leaves a snapshot to revert to (the leftovers find the spare one).
+        const spare = `${snap}-prepared-${Date.now()}`
+        await lv.run(['snapshot-create-as', row.label, spare, '--atomic'], `snapshotting ${row.label}`, 600_000)
+        await lv.run(['snapshot-delete', row.label, snap], `deleting the old snapshot of ${row.label}`, 600_000)
+        await lv.run(['snapshot-create-as', row.label, snap, '--description', 'agent running: every analysis reverts here (kept after prepare mode)', '--atomic'], `snapshotting ${row.label}`, 600_000)
+        await lv.run(['snapshot-delete', row.label, spare], `deleting the spare snapshot of ${row.label}`, 600_000)
+      } else {
+        await lv.run(['snapshot-revert', row.label, snap], `reverting ${row.label}`, 600_000)
+      }
+      await lv.destroyIfRunning(row.label)
+    })()).catch((err: unknown) => {
+      throw err instanceof MachineError ? conflict(`${how} of ${row.name} failed: ${err.message}`) : err
+    })
+    this.prepared.delete(name)
+    rmSync(path.join(this.d.machineDir(name), PREPARING), { force: true })
+    this.d.machines.setStatus(row.id, 'poweroff')
+    this.d.machines.unlock(row.id)
+    this.d.released()
+    return this.d.machines.findByName(name) ?? row
+  }
+
+  /** After a restart (which unlocks every machine): the machines left in prepare mode are locked again. */
+  restorePrepared(): void {
+    for (const row of this.d.machines.list()) {
+      const file = path.join(this.d.machineDir(row.name), PREPARING)
+      if (!existsSync(file)) continue
+      try {
+        const state = JSON.parse(readFileSync(file, 'utf8')) as PrepareState
+        if (this.d.locks.tryLock(row.id)) this.prepared.set(row.name, { ...state, machine: row.name })
+      } catch {
+        rmSync(file, { force: true })
+      }
+    }
+  }
+
+  /** How to reach a machine being prepared until the live console shows its screen. */
+  private async reach(row: MachineRow): Promise<string[]> {
+    const uri = this.d.kvmUri()
+    const lv = new Libvirt(uri)
+    const display = (await lv.run(['domdisplay', row.label], `reading the display of ${row.label}`).catch(() => '')).trim()
+    return [
+      display ? `its screen: ${display} (e.g. virt-viewer -c ${uri} ${row.label})` : `its screen: virt-viewer -c ${uri} ${row.label}`,
+      `its serial console: virsh -c ${uri} console ${row.label}`,
+      `its agent: http://${row.ip}:8000 (POST /execute runs a command, as the analyses do)`
+    ]
   }
 
   /** Resolves once no action started here is still using a driver (the engine stops after). */

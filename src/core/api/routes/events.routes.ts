@@ -37,7 +37,7 @@ export const eventsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base
   app.get('/events', {
     schema: {
       tags: ['status'],
-      summary: 'Server-sent events: `task` ({"task": Task}), `task_deleted` ({"id"}), `stage` (a timeline entry with task_id), `machine` ({"machine": Machine})',
+      summary: 'Server-sent events: `task` ({"task": Task}), `task_deleted` ({"id"}), `stage` (a timeline entry with task_id), `machine` ({"machine": Machine}), `build` ({"build": id, "event": BuildEvent}), `build_ended` ({"build", "state", "error"})',
       querystring: EventsQuery,
       response: {
         200: { description: 'the event stream', content: { 'text/event-stream': { schema: Type.String() } } },
@@ -63,6 +63,11 @@ export const eventsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base
     const onDeleted = (e: { id: number }) => { if (!only || e.id === only) send('task_deleted', JSON.stringify(e)) }
     const onStage = (e: { task_id: number }) => { if (!only || e.task_id === only) send('stage', JSON.stringify(e)) }
     const onMachine = (m: object) => { if (!only) send('machine', JSON.stringify({ machine: m })) }
+    // Machine builds (the Machines page's progress): each event, and the job once it ends.
+    const onBuild = (build: number, event: object) => { if (!only) send('build', JSON.stringify({ build, event })) }
+    const onBuildEnded = (job: { id: number; state: string; error: unknown }) => { if (!only) send('build_ended', JSON.stringify({ build: job.id, state: job.state, error: job.error })) }
+    ctx.builds.on('progress', onBuild)
+    ctx.builds.on('ended', onBuildEnded)
     ctx.bus.on('task', onTask)
     ctx.bus.on('task.deleted', onDeleted)
     ctx.bus.on('stage', onStage)
@@ -72,6 +77,8 @@ export const eventsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (base
     res.on('close', () => {
       clearInterval(heartbeat)
       streams.delete(res)
+      ctx.builds.off('progress', onBuild)
+      ctx.builds.off('ended', onBuildEnded)
       ctx.bus.off('task', onTask)
       ctx.bus.off('task.deleted', onDeleted)
       ctx.bus.off('stage', onStage)

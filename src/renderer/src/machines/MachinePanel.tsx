@@ -3,7 +3,7 @@
 // (/aviary/machines: a physical machine has no power, snapshot or screen to drive; nothing is
 // driven without the engine) is not offered, or is disabled, with the reason; and a screen that
 // cannot be had is not asked for.
-import { useState, type JSX } from 'react'
+import { useState, type JSX, type ReactNode } from 'react'
 import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { keys } from '../api/live'
 import { SafeText } from '../components/text'
@@ -16,7 +16,7 @@ const ACTIONS: { action: MachineAction; label: string; hint: string }[] = [
   { action: 'revert', label: 'Revert', hint: 'Revert to its snapshot' }
 ]
 
-export function MachinePanel({ machine, onClose }: { machine: Machine; onClose(): void }): JSX.Element {
+export function MachinePanel({ machine, onClose, children }: { machine: Machine; onClose(): void; children?: ReactNode }): JSX.Element {
   const qc = useQueryClient()
   const [done, setDone] = useState<string | null>(null)
   const act = useMutation({
@@ -62,6 +62,7 @@ export function MachinePanel({ machine, onClose }: { machine: Machine; onClose()
         {done && <span role="status" className="text-xs text-emerald-700 dark:text-emerald-300">{done}</span>}
       </div>
       {act.isError && <ErrorNote prefix={`Could not ${act.variables ?? 'do that'}`} error={act.error} />}
+      {children}
       {screen === null
         ? <LiveScreen name={machine.name} />
         : <p data-testid="no-screen" className="text-sm text-zinc-700 dark:text-zinc-300">No live screen: <SafeText value={screen} />.</p>}

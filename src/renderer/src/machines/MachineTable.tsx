@@ -2,7 +2,7 @@
 // machine's controls (keyboard: Tab to it, Enter).
 import type { JSX } from 'react'
 import { SafeText, When } from '../components/text'
-import type { Machine } from './api'
+import { sizeText, type Machine } from './api'
 
 const th = 'px-2 py-1 text-left font-medium'
 const td = 'px-2 py-1 align-top'
@@ -28,13 +28,23 @@ function Status({ m }: { m: Machine }): JSX.Element {
   )
 }
 
-export function MachineTable({ machines, selected, onSelect }: {
+export function MachineTable({ machines, selected, onSelect, disk = null, local = false }: {
   machines: Machine[]
   selected: string | null
+  /** Each machine's disk use (the local service's /aviary/machines/disk), or null. */
+  disk?: Record<string, { built: boolean; bytes: number }> | null
+  /** The local service: an empty fleet is offered a machine made for it. */
+  local?: boolean
   /** Null when the machines cannot be controlled from here (a remote server). */
   onSelect: ((name: string) => void) | null
 }): JSX.Element {
-  if (machines.length === 0) return <p className="text-sm text-zinc-500">No analysis machines are configured on this server.</p>
+  if (machines.length === 0) {
+    return (
+      <p data-testid="no-machines" className="text-sm text-zinc-700 dark:text-zinc-300">
+        No analysis machines are configured on this server{local ? ': nothing can be analysed yet. Create a Linux machine below (once before it, as root: aviary setup --user $USER).' : '.'}
+      </p>
+    )
+  }
   return (
     <div className="overflow-x-auto">
       <table className="w-full border-collapse text-sm">
@@ -42,6 +52,7 @@ export function MachineTable({ machines, selected, onSelect }: {
           <tr>
             <th className={th}>Name</th><th className={th}>Status</th><th className={th}>Lock</th><th className={th}>Platform</th>
             <th className={th}>Tags</th><th className={th}>Snapshot</th><th className={th}>IP</th><th className={th}>Label</th><th className={th}>Driver</th>
+            {disk && <th className={th}>Disk</th>}
           </tr>
         </thead>
         <tbody>
@@ -70,6 +81,11 @@ export function MachineTable({ machines, selected, onSelect }: {
               <td className={`${td} font-mono text-xs`}><SafeText value={m.ip} /></td>
               <td className={td}><SafeText value={m.label} /></td>
               <td className={td}><SafeText value={m.driver} /></td>
+              {disk && (
+                <td className={td} data-disk={m.name}>
+                  {disk[m.name]?.built ? sizeText(disk[m.name]!.bytes) : <span className="text-zinc-400" title="not made by Aviary: its disk is not in the data folder">—</span>}
+                </td>
+              )}
             </tr>
           ))}
         </tbody>

@@ -86,3 +86,31 @@ export function useLiveScreenshot(name: string, everyMs = 3000): Screenshot {
   }, [name, everyMs])
   return shot
 }
+
+// Machines made and kept by Aviary (the local service only): builds, disk use, leftovers, delete,
+// rebuild, prepare mode. docs/api.md, "Making and keeping machines".
+export type {
+  BuildAnswer, BuildEventView as BuildEvent, BuildJobView as BuildJob, DiskUseAnswer, LeftoverView as Leftover, PrepareAnswer
+} from '../../../shared/api/machine-builds'
+type MB = typeof import('../../../shared/api/machine-builds')
+type Static<K extends keyof MB> = import('typebox').Static<MB[K]>
+
+const machinePath = (name: string, what = ''): string => `/aviary/machines/${encodeURIComponent(name)}${what}`
+
+export const startLinuxBuild = (body: { name?: string; count?: number | string }): Promise<Static<'BuildAnswer'>> =>
+  sendJson(null, 'POST', '/aviary/machines/builds', body)
+export const loadBuild = (id: number, since: number, signal?: AbortSignal): Promise<Static<'BuildAnswer'>> =>
+  fetchJson(null, `/aviary/machines/builds/${id}?since=${since}`, {}, signal)
+export const loadBuilds = (signal?: AbortSignal): Promise<Static<'BuildsAnswer'>> => fetchJson(null, '/aviary/machines/builds', {}, signal)
+export const loadDiskUse = (signal?: AbortSignal): Promise<Static<'DiskUseAnswer'>> => fetchJson(null, '/aviary/machines/disk', {}, signal)
+export const loadLeftovers = (signal?: AbortSignal): Promise<Static<'LeftoversAnswer'>> => fetchJson(null, '/aviary/machines/leftovers', {}, signal)
+export const removeLeftovers = (names: string[]): Promise<Static<'RemovedLeftoversAnswer'>> =>
+  sendJson(null, 'POST', '/aviary/machines/leftovers/remove', { names })
+export const deleteMachine = (name: string): Promise<Static<'DeleteAnswer'>> => sendJson(null, 'DELETE', machinePath(name))
+export const rebuildMachine = (name: string): Promise<Static<'BuildAnswer'>> => sendJson(null, 'POST', machinePath(name, '/rebuild'))
+export const prepareMachine = (name: string): Promise<Static<'PrepareAnswer'>> => sendJson(null, 'POST', machinePath(name, '/prepare'))
+export const endPrepare = (name: string, how: 'keep' | 'discard'): Promise<{ machine: Machine }> => sendJson(null, 'POST', machinePath(name, `/${how}`))
+export const loadPreparing = (signal?: AbortSignal): Promise<Static<'PreparingAnswer'>> => fetchJson(null, '/aviary/machines/preparing', {}, signal)
+
+/** Bytes in MiB or GiB, for disk use. */
+export const sizeText = (b: number): string => b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(1)} GiB` : `${(b / 2 ** 20).toFixed(b < 10 * 2 ** 20 ? 1 : 0)} MiB`

@@ -3,6 +3,7 @@
 // disk and free machines change without any task event, and a server without /events has only it.
 import type { JSX } from 'react'
 import { useQuery } from '@tanstack/react-query'
+import { Link } from 'react-router'
 import { keys } from '../api/live'
 import { useUi } from '../state/ui'
 import { loadDashboard } from '../dashboard/data'
@@ -26,6 +27,14 @@ export function DashboardPage(): JSX.Element {
       </header>
       {q.isPending && <p role="status">Loading…</p>}
       {q.isError && <ErrorNote prefix="Could not load the status" error={q.error} />}
+      {q.data?.machines?.total === 0 && (
+        <p data-testid="first-run" className="rounded border border-amber-300 bg-amber-50 p-3 text-sm text-amber-950 dark:border-amber-800 dark:bg-amber-950 dark:text-amber-100">
+          This server has no analysis machine: submitted samples wait until one is added.{' '}
+          {connection === null
+            ? <Link to="/machines" className="font-medium underline">Create a Linux machine</Link>
+            : 'Add one on that server.'}
+        </p>
+      )}
       {q.data && <DashboardView data={q.data} />}
     </div>
   )

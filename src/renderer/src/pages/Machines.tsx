@@ -1,12 +1,15 @@
 // The analysis machines of the selected server. For the local service: start, stop, revert, a
-// live screen, and what `aviary doctor` finds; a remote server's fleet is shown, not controlled
+// live screen, disk use, delete, rebuild and prepare mode, "Create Linux machine" with its
+// progress, the leftovers a crash left, and what `aviary doctor` finds; a remote server's fleet is shown, not controlled
 // (its controls are Aviary routes a Cuckoo server lacks, and a shared server is not ours to drive).
 import { useState, type JSX } from 'react'
 import { useQuery } from '@tanstack/react-query'
 import { keys } from '../api/live'
 import { useUi } from '../state/ui'
 import { ErrorNote } from '../dashboard/ErrorNote'
-import { listMachines } from '../machines/api'
+import { listMachines, loadDiskUse, sizeText } from '../machines/api'
+import { CreateLinux, useCurrentBuild } from '../machines/CreateLinux'
+import { Leftovers, MachineUpkeep } from '../machines/Upkeep'
 import { MachineTable } from '../machines/MachineTable'
 import { MachinePanel } from '../machines/MachinePanel'
 import { Doctor } from '../machines/Doctor'
@@ -22,6 +25,15 @@ export function MachinesPage(): JSX.Element {
     refetchInterval: 10_000
   })
   const machine = local && selected ? q.data?.find((m) => m.name === selected) : undefined
+  const [buildId, setBuildId] = useCurrentBuild()
+  const disk = useQuery({
+    queryKey: ['fleet-upkeep', 'disk', q.data?.length ?? 0],
+    queryFn: ({ signal }) => loadDiskUse(signal),
+    // After the list: the fleet shows first, its disk use (qemu-img per machine) follows.
+    enabled: local && q.isSuccess,
+    refetchInterval: 60_000
+  })
+  const diskOf = local && disk.data ? Object.fromEntries(disk.data.machines.map((m) => [m.name, m])) : null
   return (
     <div className="flex flex-col gap-4">
       <header className="flex items-baseline gap-3">
@@ -32,10 +44,22 @@ export function MachinesPage(): JSX.Element {
       {q.isPending && <p role="status">Loading…</p>}
       {q.isError && <ErrorNote prefix="Could not list the machines" error={q.error} />}
       {q.data && (
-        <MachineTable machines={q.data} selected={machine ? machine.name : null}
+        <MachineTable machines={q.data} selected={machine ? machine.name : null} disk={diskOf} local={local}
           onSelect={local ? (name) => setSelected((s) => (s === name ? null : name)) : null} />
       )}
-      {machine && <MachinePanel key={machine.name} machine={machine} onClose={() => setSelected(null)} />}
+      {disk.data && disk.data.images.length > 0 && (
+        <p className="text-xs text-zinc-600 dark:text-zinc-400" data-testid="images-disk">
+          Images: {disk.data.images.map((i) => `${i.key} ${sizeText(i.bytes)} (${i.usedBy.length > 0 ? i.usedBy.join(', ') : 'unused'})`).join('; ')};
+          package cache {sizeText(disk.data.cacheBytes)}; in all {sizeText(disk.data.totalBytes)}.
+        </p>
+      )}
+      {machine && (
+        <MachinePanel key={machine.name} machine={machine} onClose={() => setSelected(null)}>
+          <MachineUpkeep machine={machine} built={diskOf?.[machine.name]?.built ?? false} onBuild={setBuildId} onDeleted={() => setSelected(null)} />
+        </MachinePanel>
+      )}
+      {local && <CreateLinux buildId={buildId} onStarted={setBuildId} empty={q.data?.length === 0} />}
+      {local && q.isSuccess && <Leftovers />}
       {local && <Doctor />}
     </div>
   )
