@@ -80,7 +80,8 @@ export async function main(argv: string[]): Promise<number> {
     .action(async (only: string[], o: { data?: string; deep?: boolean; json?: boolean }) => {
       const { formatDoctorReport, runDoctor } = await import('./doctor/doctor')
       const layout = createLayout(o.data ?? defaultDataDir())
-      const report = await runDoctor({ machinesFile: layout.machinesConfig, deep: o.deep ?? false, only })
+      const { leftoversFinding } = await import('./builder/upkeep')
+      const report = await runDoctor({ machinesFile: layout.machinesConfig, deep: o.deep ?? false, only, leftovers: () => leftoversFinding(layout) })
       report.ids = await (await import('./processing/suricata/ids-check')).checkIds(layout.suricata)
       process.stdout.write(o.json ? JSON.stringify(report, null, 2) + '\n' : formatDoctorReport(report))
       exitCode = report.ok ? 0 : 1

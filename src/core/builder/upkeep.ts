@@ -8,6 +8,7 @@ import path from 'node:path'
 import type { StorageLayout } from '../storage/layout'
 import type { FleetConfig, MachineConfig } from '../machinery/machines-config'
 import { runTool } from '../machinery/exec-tool'
+import type { Finding } from '../machinery/driver'
 import { Libvirt } from './libvirt-host'
 import { readFleet, removeMachines } from './machines-file'
 
@@ -235,5 +236,16 @@ export function upkeepFor(layout: StorageLayout): MachineUpkeep {
       const found = await findLeftovers(layout)
       return removeLeftovers(layout, names === undefined ? found : found.filter((l) => names.includes(l.name)))
     }
+  }
+}
+
+/** What a crash or an interrupted build left in the data folder of `machinesFile`, offered for removal. */
+export async function leftoversFinding(layout: StorageLayout): Promise<Finding> {
+  const found = await findLeftovers(layout).catch(() => null)
+  if (found === null) return { check: 'leftovers', ok: true, detail: 'not looked for (machines.json could not be read as the builder reads it)' }
+  if (found.length === 0) return { check: 'leftovers', ok: true, detail: 'none: every machine folder, domain, snapshot and image is in use' }
+  return {
+    check: 'leftovers', ok: false, detail: found.map((l) => `${l.kind} ${l.name}`).join(', '),
+    fix: 'remove them with `aviary machines leftovers --remove` (or from the Machines page); an image no machine uses is only the next build\'s cache'
   }
 }

@@ -5,9 +5,6 @@
 // the whole path of an analysis but the sample. The routes are checked too (routes-check.ts).
 import os from 'node:os'
 import { existsSync } from 'node:fs'
-import path from 'node:path'
-import { createLayout } from '../storage/layout'
-import { findLeftovers } from '../builder/upkeep'
 import net, { isIP } from 'node:net'
 import { loadFleetConfig, type EngineSettings, type MachineConfig } from '../machinery/machines-config'
 import type { DriverMachine, Finding } from '../machinery/driver'
@@ -42,6 +39,12 @@ export interface DoctorOptions {
   deep: boolean
   /** Checks one machine at a time when several are named. */
   only?: string[]
+  /**
+   * What a crash left behind (builder/upkeep.ts's leftoversFinding), looked for when no machine
+   * is named. Given by the caller: the builder runs the doctor on what it made, so the doctor does
+   * not import the builder.
+   */
+  leftovers?: () => Promise<Finding>
 }
 
 
@@ -74,7 +77,7 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
     const reports: MachineReport[] = []
     for (const m of machines) reports.push({ name: m.name, driver: m.driver, findings: await checkMachine(m, fleet.settings, drivers, o.deep) })
     const routes = await checkRoutes(fleet.settings.routing)
-    const leftovers = o.only?.length ? undefined : await leftoversFinding(o.machinesFile)
+    const leftovers = o.only?.length || !o.leftovers ? undefined : await o.leftovers()
     return { ok: config.ok && routes.every((f) => f.ok) && reports.every((r) => r.findings.every((f) => f.ok)), config, routes, machines: reports, ...(leftovers ? { leftovers } : {}) }
   } finally {
     await drivers.close()
@@ -197,17 +200,6 @@ async function deepCheck(m: MachineConfig, dm: DriverMachine, drivers: DriverSet
 }
 
 /** The report as people read it: one line per check, a reason and a fix under each failure. */
-/** What a crash or an interrupted build left in the data folder of `machinesFile`, offered for removal. */
-async function leftoversFinding(machinesFile: string): Promise<Finding> {
-  const found = await findLeftovers(createLayout(path.dirname(machinesFile))).catch(() => null)
-  if (found === null) return { check: 'leftovers', ok: true, detail: 'not looked for (machines.json could not be read as the builder reads it)' }
-  if (found.length === 0) return { check: 'leftovers', ok: true, detail: 'none: every machine folder, domain, snapshot and image is in use' }
-  return {
-    check: 'leftovers', ok: false, detail: found.map((l) => `${l.kind} ${l.name}`).join(', '),
-    fix: 'remove them with `aviary machines leftovers --remove` (or from the Machines page); an image no machine uses is only the next build\'s cache'
-  }
-}
-
 export function formatDoctorReport(r: DoctorReport): string {
   const lines: string[] = []
   const mark = (f: Finding) => (f.ok ? 'ok  ' : 'FAIL')

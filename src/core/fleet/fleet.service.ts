@@ -5,7 +5,8 @@
 // is woken when the lock is released.
 import type { MachineRow, MachinesRepository } from '../db/machines.repository'
 import type { MachineLocks } from '../db/machine-locks'
-import { MachineError, type DriverMachine, type MachineDriver } from '../machinery/driver'
+import { MachineError, type DriverMachine, type Finding, type MachineDriver } from '../machinery/driver'
+import { createLayout } from '../storage/layout'
 import type { DriverKind } from '../../shared/api/drivers'
 import { decodeFrame, JPEG_QUALITY, loadSharp } from '../capture/screenshots'
 import type { DoctorReport } from '../doctor/doctor'
@@ -105,7 +106,7 @@ export class FleetService implements Fleet {
     this.ensureRunning()
     const cached = this.doctorCache.get(deep)
     if (cached && Date.now() - cached.at < DOCTOR_CACHE_MS) return cached.report
-    const report = this.track(deep ? this.deepDoctor() : loadDoctor().then(({ runDoctor }) => runDoctor({ machinesFile: this.d.machinesFile, deep: false })))
+    const report = this.track(deep ? this.deepDoctor() : loadDoctor().then(({ runDoctor }) => runDoctor({ machinesFile: this.d.machinesFile, deep: false, leftovers: () => this.leftovers() })))
     this.doctorCache.set(deep, { at: Date.now(), report })
     report.catch(() => this.doctorCache.delete(deep))
     return report
@@ -197,6 +198,12 @@ export class FleetService implements Fleet {
   /** Resolves once no action started here is still using a driver (the engine stops after). */
   async idle(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight])
+  }
+
+  /** What a crash left in this data folder (builder/upkeep.ts), for the doctor. */
+  private async leftovers(): Promise<Finding> {
+    const { leftoversFinding } = await import('../builder/upkeep')
+    return leftoversFinding(createLayout(path.dirname(this.d.machinesFile)))
   }
 
   /** Deep checks revert, start and stop machines: only those no task uses, locked meanwhile. */
