@@ -137,7 +137,8 @@ describe('reports of any origin', () => {
     expect(f.processCount).toBe(2)
     expect(f.processPaths.map((p) => p.names)).toEqual([['invoice.exe'], ['invoice.exe', 'cmd.exe']])
     expect(f.processLines[1]).toMatchObject({ name: 'cmd.exe', commandLine: 'cmd.exe /c ping -n 3 127.0.0.1 & del invoice.exe', pids: [2612] })
-    expect(f.addresses.map((x) => [x.key, x.ports])).toEqual([['8.8.8.8', ['udp/53']], ['93.184.216.34', ['tcp/80']]])
+    // Addresses a flow went to, a dead host (tried, no answer) included; in the order the shared reader meets them.
+    expect(f.addresses.map((x) => [x.key, x.ports])).toEqual([['93.184.216.34', ['tcp/80']], ['8.8.8.8', ['udp/53']], ['10.0.0.9', []]])
     // The capture's full URL and the replay's path on its host are one request, seen by both.
     expect(f.http).toEqual([{ key: 'GET http://evil.example/gate.php', method: 'GET', url: 'http://evil.example/gate.php', statuses: ['200'], sources: ['capture', 'proxy (http_ex)'], userAgent: 'Mozilla/4.0' }])
     expect(f.dropped).toEqual([expect.objectContaining({ key: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', paths: ['C:\\Users\\cuckoo\\AppData\\Roaming\\updater.exe'], count: 1 })])
@@ -176,7 +177,8 @@ describe('reports of any origin', () => {
     expect(f.score).toBeNull()
     expect(f.signatures.map((s) => [s.key, s.severity])).toEqual([['evil\u202Eexe.txt', 3]])
     expect(f.processNames.map((p) => [p.key, p.count])).toEqual([['7', 1], ['(unknown)', 1], ['k', 1]])
-    expect(f.domains.map((d) => d.key)).toEqual(['5', 'a.example']) // numbers are read as text, as everywhere in the views
+    // Numbers are read as text, as everywhere in the views; a host named by an HTTP request is a domain the run met.
+    expect(f.domains.map((d) => d.key)).toEqual(['5', 'a.example', 'h'])
     expect(f.http.map((x) => x.key)).toEqual(['POST http://h/p'])
     expect(f.dropped.map((d) => d.key)).toEqual(['5', 'md5 abc'])
     expect(f.staticFacts).toContainEqual({ key: 'PDF javascript', value: '2' })

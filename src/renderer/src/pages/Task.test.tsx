@@ -261,7 +261,7 @@ describe('Task page', () => {
     expect(runTask?.category).toBe('archive')
 
     page(`/tasks/${runId}`)
-    expect((await screen.findByTestId('task-archive-member')).textContent).toBe('bin/run.sh (the member of a submitted archive that this task runs)')
+    expect((await screen.findByTestId('task-archive-member')).textContent).toBe('bin/run.sh from bundle.zip (the member of a submitted archive that this task runs)')
     cleanup()
 
     const dir = h.analysisDir(runId as number)
@@ -272,7 +272,8 @@ describe('Task page', () => {
     expect(await waitForTask(h, runId as number, ['reported', 'failed_processing'], 30_000)).toBe('reported')
     page(`/tasks/${runId}`)
     await screen.findByRole('heading', { name: 'run.sh' })
-    expect(screen.getByRole('rowheader', { name: 'Ran from archive' }).nextElementSibling?.textContent).toBe('bin/run.sh')
+    // The archive, not only the member (Cuckoo 2 keeps the archive as the target).
+    expect(screen.getByRole('rowheader', { name: 'Ran from archive' }).nextElementSibling?.textContent).toBe('bin/run.sh from bundle.zip')
     await user.click(screen.getByRole('tab', { name: 'Behavior' }))
     // Its analyzer log has no calls: the server says so (404) and the full report has none either.
     expect(await screen.findByText('No calls were recorded.')).toBeTruthy()

@@ -233,7 +233,7 @@ describe('Submit page on a host with routes', () => {
     expect(await taskOptions(itemNamed('https://example.com/plain'))).toBe('route=internet,mitm=0')
   })
 
-  it('shows no route field for a remote Cuckoo, which has no /aviary/routes, and no error either', async () => {
+  it('shows no route field for a remote Cuckoo, asks it for no /aviary/routes or /events (no 404s), and no error either', async () => {
     const res = await fetch(`${routed.url}/aviary/connections`, {
       method: 'POST', headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'old cuckoo', url: `http://127.0.0.1:${(cuckoo.address() as AddressInfo).port}` })
@@ -244,8 +244,11 @@ describe('Submit page on a host with routes', () => {
     useUi.getState().setConnection(connection.id)
     const { qc } = renderPage()
     await waitFor(() => expect(screen.getByRole('option', { name: 'cuckoo1 (windows)' })).toBeTruthy())
-    await waitFor(() => expect(qc.getQueryState(keys.routes(connection.id))?.status).toBe('success'))
-    expect(asked).toContain('/aviary/routes')
+    // Its /cuckoo/status names no aviary process: it is not asked for Aviary's routes or events.
+    await waitFor(() => expect(qc.getQueryState([...keys.all(connection.id), 'is-aviary'])?.data).toBe(false))
+    expect(asked).toContain('/cuckoo/status')
+    expect(asked).not.toContain('/aviary/routes')
+    expect(asked).not.toContain('/events')
     expect(screen.queryByLabelText('Network route')).toBeNull()
     expect(screen.queryByLabelText('Decrypt HTTPS (mitm)')).toBeNull()
     expect(screen.queryByRole('alert')).toBeNull()
