@@ -74,7 +74,6 @@ class Bag<T> {
   values(): T[] { return [...this.map.values()] }
 }
 
-
 function noteCap(capped: string[], what: string, bag: Bag<unknown>): void {
   if (bag.dropped > 0) capped.push(`${what}: the first ${MAX_ITEMS.toLocaleString('en-US')} distinct entries are compared (${bag.dropped.toLocaleString('en-US')} more left out)`)
 }

@@ -112,7 +112,7 @@ describe('Retention page', () => {
     for (const id of [ids.old, ids.failed, ids.high]) expect((await h.get(`/tasks/view/${id}`)).status).toBe(200)
     await user.click(screen.getByRole('button', { name: 'Delete these 3 tasks…' }))
     await user.click(screen.getByRole('button', { name: 'Yes, delete all 3' }))
-    const result = await screen.findByTestId('run-result')
+    const result = await screen.findByTestId('run-result', {}, { timeout: 15_000 })
     expect(result.textContent).toMatch(/^Deleted 3 tasks, freed \d+(\.\d+)? KiB\.$/)
     // What the run did replaces the dry run: no "would be deleted", no links to tasks now gone.
     expect(screen.getByRole('heading', { name: `Run: rule #${rule.id} old ones` })).toBeTruthy()

@@ -198,7 +198,7 @@ describe('Submit page on a host with routes', () => {
   it('offers the host\'s routes with their descriptions, defaults to its default, and sends the choice in the options', async () => {
     const user = userEvent.setup()
     renderPage()
-    const route = (await screen.findByLabelText('Network route')) as HTMLSelectElement
+    const route = (await screen.findByLabelText('Network route', {}, { timeout: 10_000 })) as HTMLSelectElement
     expect(route.value).toBe('none')
     expect([...route.options].map((o) => o.textContent)).toEqual([
       'none (default) — no network: only the result server and the agent',
@@ -243,9 +243,9 @@ describe('Submit page on a host with routes', () => {
     expect(connection.kind).toBe('analysis')
     useUi.getState().setConnection(connection.id)
     const { qc } = renderPage()
-    await waitFor(() => expect(screen.getByRole('option', { name: 'cuckoo1 (windows)' })).toBeTruthy())
+    await waitFor(() => expect(screen.getByRole('option', { name: 'cuckoo1 (windows)' })).toBeTruthy(), { timeout: 10_000 })
     // Its /cuckoo/status names no aviary process: it is not asked for Aviary's routes or events.
-    await waitFor(() => expect(qc.getQueryState([...keys.all(connection.id), 'is-aviary'])?.data).toBe(false))
+    await waitFor(() => expect(qc.getQueryState([...keys.all(connection.id), 'is-aviary'])?.data).toBe(false), { timeout: 10_000 })
     expect(asked).toContain('/cuckoo/status')
     expect(asked).not.toContain('/aviary/routes')
     expect(asked).not.toContain('/events')

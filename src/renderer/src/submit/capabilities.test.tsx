@@ -60,7 +60,7 @@ describe('the Submit form on a physical fleet without a rooter', () => {
       }
     })
     setLocalApiBase(h.url)
-  })
+  }, 180_000)
   afterAll(async () => {
     cleanup()
     await h.stop()
@@ -71,18 +71,18 @@ describe('the Submit form on a physical fleet without a rooter', () => {
     const user = userEvent.setup()
     const qc = new QueryClient({ defaultOptions: { queries: { retry: false } } })
     render(<QueryClientProvider client={qc}><MemoryRouter><SubmitPage /></MemoryRouter></QueryClientProvider>)
-    const memory = (await screen.findByLabelText('Full memory dump')) as HTMLInputElement
-    await waitFor(() => expect(memory.disabled).toBe(true))
+    const memory = (await screen.findByLabelText('Full memory dump', {}, { timeout: 15_000 })) as HTMLInputElement
+    await waitFor(() => expect(memory.disabled).toBe(true), { timeout: 15_000 })
     expect(memory.checked).toBe(false)
     expect(screen.getByTestId('memory-blocked').textContent).toBe('No machine here can dump its memory: their driver (physical) cannot.')
     expect(memory.getAttribute('aria-describedby')).toBe('submit-memory-blocked')
 
-    const route = (await screen.findByLabelText('Network route')) as HTMLSelectElement
-    await waitFor(() => expect(([...route.options].find((o) => o.value === 'internet') as HTMLOptionElement).disabled).toBe(true))
+    const route = (await screen.findByLabelText('Network route', {}, { timeout: 15_000 })) as HTMLSelectElement
+    await waitFor(() => expect(([...route.options].find((o) => o.value === 'internet') as HTMLOptionElement).disabled).toBe(true), { timeout: 15_000 })
     const internet = [...route.options].find((o) => o.value === 'internet') as HTMLOptionElement
     expect(internet.textContent).toMatch(/^internet — unavailable: needs the rooter: no rooter listens on .*no-rooter\.sock/)
     expect(([...route.options].find((o) => o.value === 'none') as HTMLOptionElement).disabled).toBe(false)
     await user.click(memory) // disabled: nothing changes
     expect(memory.checked).toBe(false)
-  })
+  }, 60_000)
 })

@@ -71,7 +71,7 @@ const rowIds = () => [...rows()].map((r) => Number(r.getAttribute('data-task-id'
 describe('Tasks page', () => {
   it('renders only a window of the thousands of rows, with the total as scroll height', async () => {
     renderPage()
-    await waitFor(() => expect(rows().length).toBeGreaterThan(0))
+    await waitFor(() => expect(rows().length).toBeGreaterThan(0), { timeout: 10_000 })
     const grid = screen.getByRole('grid', { name: 'Tasks' })
     // 640 px of 32 px rows plus overscan: a few dozen rows, never the whole list.
     expect(rows().length).toBeGreaterThan(15)
