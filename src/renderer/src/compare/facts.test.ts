@@ -11,6 +11,7 @@ import path from 'node:path'
 import { startHarness, type Harness } from '../../../../test/service-harness'
 import { dropperRuns, reportedAnalysis } from '../../../../test/compare-analyses'
 import { MAX_ITEMS, reportFacts, type ReportFacts } from './facts'
+import { INDICATOR_CAPS, readIndicators } from '../../../shared/report-indicators'
 import { compareFacts, differs, tally, type Row } from './diff'
 import { CUCKOO_207 } from '../../../../test/fixtures/cuckoo-2.0.7-report'
 
@@ -125,6 +126,17 @@ describe('two PE programs compiled here', () => {
     expect(c.staticFacts.find((r) => r.key === 'PE machine')).toMatchObject({ where: 'both', changed: false })
     expect(c.staticFacts.find((r) => r.key === 'File type')?.a?.value).toMatch(/^PE32\+ executable/)
   }, 120_000)
+})
+
+describe('the shared reader of indicators', () => {
+  it("compares the domains the task search indexes, with the same cap, and says what it left out", () => {
+    const n = INDICATOR_CAPS.domains + 500
+    const report = { network: { domains: Array.from({ length: n }, (_, i) => ({ domain: `h${i}.flood.example`, ip: '' })) } }
+    const f = reportFacts(report)
+    expect(f.domains.map((d) => d.key)).toEqual(readIndicators(report).domains.values().map((d) => d.name))
+    expect(f.domains).toHaveLength(INDICATOR_CAPS.domains)
+    expect(f.capped).toEqual([`Domains: the first ${INDICATOR_CAPS.domains.toLocaleString('en-US')} distinct entries are compared (500 more left out)`])
+  })
 })
 
 describe('reports of any origin', () => {

@@ -55,7 +55,7 @@ describe('Retention page', () => {
   it('previews a rule as written, refuses a contradiction naming the field, and saves it', async () => {
     const user = userEvent.setup()
     renderPage(<RetentionPage />)
-    expect(await screen.findByText('No rules yet.')).toBeTruthy()
+    expect(await screen.findByText('No rules yet.', {}, { timeout: 10_000 })).toBeTruthy()
     expect((screen.getByRole('button', { name: 'Preview all enabled rules' }) as HTMLButtonElement).disabled).toBe(true)
     await user.click(screen.getByRole('button', { name: 'New rule' }))
     const form = screen.getByRole('form', { name: 'New rule' })
@@ -119,7 +119,7 @@ describe('Retention page', () => {
     expect(screen.queryByTestId('preview-summary')).toBeNull()
     expect(screen.queryByRole('table', { name: 'Tasks the run would delete' })).toBeNull()
     // The pending task, which no rule deletes, is mentioned.
-    expect(screen.getByTestId('retention-unfinished').textContent).toBe('1 task is not finished (pending, running or being processed): no rule deletes it until it is reported or failed.')
+    expect((await screen.findByTestId('retention-unfinished', {}, { timeout: 10_000 })).textContent).toBe('1 task is not finished (pending, running or being processed): no rule deletes it until it is reported or failed.')
     for (const id of [ids.old, ids.failed, ids.high]) expect((await h.get(`/tasks/view/${id}`)).status).toBe(404)
     for (const id of [ids.young, ids.pending]) expect((await h.get(`/tasks/view/${id}`)).status).toBe(200)
     const runs = await screen.findByRole('list', { name: 'Recent retention runs' })

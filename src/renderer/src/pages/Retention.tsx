@@ -32,7 +32,9 @@ export function RetentionPage(): JSX.Element {
   const unfinished = useQuery({
     queryKey: [...retentionKeys.runs, 'unfinished', shown?.preview.generated_at, shown?.result?.finished_at],
     queryFn: ({ signal }) => clientOf(null).then((c) => c.searchTasks({ status: 'pending,running,completed', offset: 0, limit: 1 }, { signal })).then((r) => r.total),
-    enabled: shown !== null
+    enabled: shown !== null,
+    // The count on screen stays while a newer one is asked.
+    placeholderData: (previous) => previous
   })
   const [formError, setFormError] = useState<string | null>(null)
   const [scheduleError, setScheduleError] = useState<string | null>(null)
