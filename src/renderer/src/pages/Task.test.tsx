@@ -243,6 +243,18 @@ describe('Task page', () => {
     expect(within(panel).getByRole('region', { name: 'Processes' }).textContent).toContain('No process: the sample did not start.')
   })
 
+  it('shows tags without a platform as a note, true and not red: they are kept for search and retention', async () => {
+    const b = '----aviarytags'
+    const body = `--${b}\r\nContent-Disposition: form-data; name="tags"\r\n\r\nkeep,lab\r\n--${b}\r\nContent-Disposition: form-data; name="file"; filename="tagged.sh"\r\n\r\necho\r\n--${b}--\r\n`
+    const res = await fetch(`${h.url}/tasks/create/file`, { method: 'POST', body, headers: { 'Content-Type': `multipart/form-data; boundary=${b}` } })
+    const id = ((await res.json()) as { task_id: number }).task_id
+    page(`/tasks/${id}`)
+    const notes = await screen.findByTestId('task-notes', {}, { timeout: 10_000 })
+    expect(notes.textContent).toBe('tags keep, lab choose no machine without a platform; they are kept for search (tag:) and retention')
+    expect(notes.className).not.toMatch(/red/)
+    expect(screen.queryByRole('rowheader', { name: 'Errors' })).toBeNull()
+  })
+
   it('says which member of a submitted archive a task runs, before and after its report', async () => {
     const user = userEvent.setup()
     const zip = new ZipFile()
