@@ -11,18 +11,24 @@
 //   alert:"ET TROJAN"         text or the text's start at a word (any case)
 //   hash:d41d8cd9             the sample's or a dropped file's md5/sha1/sha256 (sample: sha512 too),
 //                             whole or its first 6 or more hex digits
-//   name:invoice              part of the file name or URL submitted (any case)
+//   name:invoice              part of the file name or URL submitted, or of the archive it came
+//                             from (any case)
+//   file:crontab.txt          a file the run touched or dropped: its whole path or its name (any case)
+//   command:"curl -o x"       a command line the run executed: whole, or its program (path or name)
+//   mutex:Global\\x  key:HKEY_…  a mutex the run used; a registry key it opened, read, wrote or deleted
 //   tag:win7  machine:vm1     a tag of the task; the machine asked for or that ran it (any case)
 //   id:42                     the task
 //   "two words"               quotes keep blanks in one term: name:"setup 2.exe" (one left open
 //                             runs to the end)
-// Terms separated by blanks must all match. Kinds are any case; an unknown `word:` is plain text
-// (so `http://...` is a URL, not a kind).
+// Terms separated by blanks must all match. Kinds are any case, and Cuckoo's and CAPE's spellings
+// are taken too (signature:, signame:, path:, md5:, …: KIND_ALIASES). A `word:` that is no kind is
+// refused (SearchSyntaxError names it), unless it cannot be one: a URL (`http://…`), an IPv6
+// address (`fe80::1`, `dead:beef::1`), a Windows path (`C:\…`, one letter).
 
-export const SEARCH_KINDS = ['domain', 'ip', 'url', 'sig', 'alert', 'hash', 'name', 'tag', 'machine', 'id'] as const
+export const SEARCH_KINDS = ['domain', 'ip', 'url', 'sig', 'alert', 'hash', 'name', 'file', 'command', 'mutex', 'key', 'tag', 'machine', 'id'] as const
 export type SearchKind = (typeof SEARCH_KINDS)[number]
 /** The kinds processing writes into the index from a report (the others are columns of tasks). */
-export const INDEXED_KINDS = ['domain', 'ip', 'url', 'sig', 'hash'] as const
+export const INDEXED_KINDS = ['domain', 'ip', 'url', 'sig', 'hash', 'file', 'command', 'mutex', 'key'] as const
 export type IndexedKind = (typeof INDEXED_KINDS)[number]
 
 /** What each kind finds, in words (the UI's picker and help, and the API description). */
@@ -33,7 +39,11 @@ export const SEARCH_KIND_HELP: Record<SearchKind, string> = {
   sig: "a signature's name or family, or its start up to a '_'",
   alert: "an IDS alert: its sid, or its signature's text or the text's start at a word, any case",
   hash: "the md5, sha1 or sha256 (sample: sha512 too) of the sample or of a dropped file, or its first 6+ hex digits",
-  name: 'part of the file name or URL submitted, any case',
+  name: 'part of the file name or URL submitted, or of the archive it came from, any case',
+  file: 'a file the run opened, wrote, deleted or dropped: its whole path or its name, any case',
+  command: 'a command line the run executed: the whole line, or its program (path or name), any case',
+  mutex: 'a mutex the run created or opened, any case',
+  key: 'a registry key or value the run opened, read, wrote or deleted (whole path), any case',
   tag: 'a tag of the task, any case',
   machine: 'the machine asked for, or the one that ran the analysis, any case',
   id: 'a task id'
@@ -55,6 +65,27 @@ export class SearchSyntaxError extends Error {}
 
 const KIND_SET = new Set<string>(SEARCH_KINDS)
 
+/**
+ * Other spellings of the kinds: Cuckoo 2's and CAPE's web search terms (signature, signame, file,
+ * command, mutex, key, md5…sha512, machinename/machinelabel, tags_tasks), and plain words.
+ */
+export const KIND_ALIASES: Readonly<Record<string, SearchKind>> = {
+  signature: 'sig', signame: 'sig', detections: 'sig',
+  path: 'file', filename: 'file', filepath: 'file',
+  cmd: 'command', cmdline: 'command', commandline: 'command',
+  regkey: 'key', registry: 'key',
+  md5: 'hash', sha1: 'hash', sha256: 'hash', sha512: 'hash',
+  host: 'domain', dns: 'domain',
+  machinename: 'machine', machinelabel: 'machine',
+  tags: 'tag', tags_tasks: 'tag', target: 'name'
+}
+
+/** The kind a written `word:` means (any case, aliases too), or undefined. */
+export function kindOf(word: string): SearchKind | undefined {
+  const w = word.toLowerCase()
+  return KIND_SET.has(w) ? (w as SearchKind) : KIND_ALIASES[w]
+}
+
 /** Splits a query into its terms. Throws SearchSyntaxError for what it cannot mean. */
 export function parseSearch(q: string): SearchTerm[] {
   const terms: SearchTerm[] = []
@@ -64,10 +95,18 @@ export function parseSearch(q: string): SearchTerm[] {
     while (i < n && isBlank(q[i]!)) i++
     if (i >= n) break
     let kind: SearchTerm['kind'] = 'any'
-    const prefix = /^([A-Za-z]+):/.exec(q.slice(i, i + 9))
-    if (prefix && KIND_SET.has(prefix[1]!.toLowerCase())) {
-      kind = prefix[1]!.toLowerCase() as SearchKind
-      i += prefix[0].length
+    const prefix = /^([A-Za-z][A-Za-z0-9_]*):/.exec(q.slice(i, i + 20))
+    if (prefix) {
+      const known = kindOf(prefix[1]!)
+      const after = q[i + prefix[0].length]
+      if (known !== undefined) {
+        kind = known
+        i += prefix[0].length
+      } else if (notAKind(prefix[1]!, after)) {
+        // plain text: a URL, an IPv6 address, a drive letter
+      } else {
+        throw new SearchSyntaxError(`'${prefix[1]}:' is not a search kind (kinds: ${SEARCH_KINDS.join(', ')})`)
+      }
     }
     let value: string
     if (q[i] === '"') {
@@ -94,6 +133,11 @@ export function parseSearch(q: string): SearchTerm[] {
 /** Writes terms back as a query (quoted where they hold blanks or quotes cannot be). */
 export function formatSearch(terms: readonly SearchTerm[]): string {
   return terms.map((t) => `${t.kind === 'any' ? '' : `${t.kind}:`}${/\s/.test(t.value) ? `"${t.value.replace(/"/g, '')}"` : t.value}`).join(' ')
+}
+
+/** A `word:` that is text, not a misspelt kind: a scheme (`http://`), IPv6 (`fe80::1`, hex words), a drive letter (`C:`). */
+function notAKind(word: string, after: string | undefined): boolean {
+  return word.length === 1 || after === '/' || after === ':' || /^[0-9A-Fa-f]{1,4}$/.test(word) || /^[0-9]/.test(after ?? '')
 }
 
 function isBlank(c: string): boolean {
@@ -225,6 +269,40 @@ export function alertTerms(sid: number | null, signature: string): string[] {
   return out
 }
 
+/** Text of the behavior kinds (file, command, mutex, key) as the index keeps it: trimmed, any case, cut; null when empty or with a C0 control. */
+export function normalizeText(s: string): string | null {
+  const t = fold(s).slice(0, MAX_TERM_LENGTH)
+  return t === '' || C0.test(t) ? null : t
+}
+
+/** The name at the end of a Windows or POSIX path ('' for a path that ends in a separator). */
+export function baseName(path: string): string {
+  const at = Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\'))
+  return path.slice(at + 1)
+}
+
+/** A file's terms: its whole path and its name (file:crontab.txt finds /tmp/x/crontab.txt). */
+export function fileTerms(path: string): string[] {
+  const whole = normalizeText(path)
+  if (whole === null) return []
+  const name = normalizeText(baseName(path.trim()))
+  return name !== null && name !== whole ? [whole, name] : [whole]
+}
+
+/** A command line's terms: the whole line, its program as written, and the program's name. */
+export function commandTerms(line: string): string[] {
+  const whole = normalizeText(line)
+  if (whole === null) return []
+  const t = line.trim()
+  const program = t.startsWith('"') ? t.slice(1, t.indexOf('"', 1) > 0 ? t.indexOf('"', 1) : undefined) : t.split(/\s/)[0] ?? ''
+  const out = [whole]
+  for (const p of [program, baseName(program)]) {
+    const n = normalizeText(p)
+    if (n !== null && !out.includes(n)) out.push(n)
+  }
+  return out
+}
+
 /** A whole md5, sha1, sha256 or sha512 in lower case; else null. */
 export function normalizeHash(s: string): string | null {
   const t = s.trim().toLowerCase()
@@ -269,6 +347,11 @@ export function termProblem(t: SearchTerm): string | null {
       return normalizeSig(v) !== null ? null : `sig: wants a signature name of at most 200 characters ${got}`
     case 'alert':
       return normalizeAlert(v) !== null ? null : `alert: wants a sid or an alert's text of at most 200 characters ${got}`
+    case 'file':
+    case 'command':
+    case 'mutex':
+    case 'key':
+      return normalizeText(v) !== null ? null : `${t.kind}: wants text without control characters ${got}`
     default:
       return null
   }

@@ -29,6 +29,7 @@ let browser: Browser
 let page: Page
 let reported: number
 let pending: number
+let notStarted: number
 let distConnection: number
 const icons: { url: string; status: number }[] = []
 
@@ -40,7 +41,9 @@ async function audit(p: Page, state: string): Promise<string[]> {
   if (!(await p.evaluate(() => 'axe' in globalThis))) await p.evaluate(AXE)
   const violations = await p.evaluate(async () => {
     const g = globalThis as unknown as InPage
-    const r = await g.axe.run(g.document, { resultTypes: ['violations'] })
+    // label-content-name-mismatch is one of axe's experimental rules (off by default): on, so a
+    // control whose name does not hold its visible words (WCAG 2.5.3) is found too.
+    const r = await g.axe.run(g.document, { resultTypes: ['violations'], rules: { 'label-content-name-mismatch': { enabled: true } } })
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => ({ target: n.target, failureSummary: n.failureSummary })) }))
   })
   return violations
@@ -100,6 +103,9 @@ beforeAll(async () => {
   dist = await startDispatcher({ dataDir: distDir, host: '127.0.0.1', port: 0, worker: false, logLevel: 'warn' })
   reported = await reportedTask()
   pending = await submit('nomachine.sh', { platform: 'windows' })
+  // A sample that did not start: marked in the list, with no score.
+  notStarted = await submit('badexec.bin', { platform: 'darwin' })
+  h.sql(`UPDATE tasks SET status = 'reported', score = 0, errors = ? WHERE id = ?`, JSON.stringify(['the sample did not start: Exec format error (ENOEXEC)']), notStarted)
   for (let i = 0; i < 100 && !JSON.stringify((await h.json<{ task: { errors: string[] } }>(`/tasks/view/${pending}`)).body.task.errors).includes('unschedulable'); i++) {
     await new Promise((r) => setTimeout(r, 100))
   }
@@ -151,6 +157,30 @@ describe('the UI at 1024×700', () => {
     await page.close()
   }, 60_000)
 
+  it('gives the task list\'s Target column room at 1024 px, its header apart from the next, each row one line', async () => {
+    page = await browser.newPage({ viewport: { width: 1024, height: 700 } })
+    await open('/tasks', (p) => p.locator(`[role="row"][data-task-id="${notStarted}"]`).waitFor({ timeout: 15_000 }))
+    await page.screenshot({ path: path.join(SHOTS, 'tasks-1024x700.png') })
+    const header = page.getByTestId('task-header')
+    const box = async (text: string) => (await header.getByText(text, { exact: true }).boundingBox())!
+    const target = await box('Target')
+    const category = await box('Category')
+    // The column is at least 8rem; its header ends before the next one starts.
+    const cell = (await page.locator(`[role="row"][data-task-id="${pending}"] [role="gridcell"]`).nth(2).boundingBox())!
+    expect(cell.width).toBeGreaterThanOrEqual(128)
+    expect(target.x + target.width).toBeLessThanOrEqual(category.x)
+    expect(await page.locator(`[role="row"][data-task-id="${pending}"] [role="gridcell"]`).nth(2).textContent()).toBe('nomachine.sh')
+    // The marks stay on the row's one line (32 px).
+    for (const id of [pending, notStarted]) {
+      const status = (await page.locator(`[role="row"][data-task-id="${id}"] [role="gridcell"]`).nth(1).locator('span').first().boundingBox())!
+      expect(status.height).toBeLessThanOrEqual(24)
+    }
+    expect(await page.locator(`[role="row"][data-task-id="${notStarted}"] [data-not-started]`).textContent()).toBe('not started')
+    // The reported task chose a route: the Route column is there, and Target still has its room (above).
+    expect(await header.getByText('Route', { exact: true }).count()).toBe(1)
+    await page.close()
+  }, 60_000)
+
   it('shows a task\'s target as its file name on one line, even in a narrow window', async () => {
     page = await browser.newPage({ viewport: { width: 640, height: 700 } })
     await open(`/tasks/${pending}`, (p) => p.getByRole('rowheader', { name: 'Target' }).waitFor({ timeout: 15_000 }))
@@ -181,8 +211,12 @@ describe('accessibility (axe-core)', () => {
       await open('/submit', (p) => p.getByRole('heading', { name: 'Submit' }).waitFor())
       await page.getByRole('textbox', { name: /URLs and hashes/ }).fill('not a url at all\nhttp://example.com/')
       await check(`${theme} submit`)
-      await open('/tasks', (p) => p.locator(`[role="row"][data-task-id="${pending}"]`).waitFor({ timeout: 15_000 }))
+      await open('/tasks', (p) => p.locator(`[role="row"][data-task-id="${notStarted}"] [data-not-started]`).waitFor({ timeout: 15_000 }))
       await check(`${theme} tasks`)
+      await page.getByRole('searchbox', { name: 'Search tasks' }).fill('signatur:antivm')
+      await page.getByText("'signatur:' is not a search kind", { exact: false }).waitFor()
+      await check(`${theme} tasks with a search it cannot mean`)
+      await page.getByRole('searchbox', { name: 'Search tasks' }).fill('')
       await open(`/tasks/${pending}`, (p) => p.getByTestId('unschedulable').waitFor())
       await check(`${theme} task without a machine`)
       for (const tab of ['summary', 'timeline', 'signatures', 'behavior', 'network', 'static', 'dropped', 'screenshots', 'memory', 'raw']) {
@@ -213,8 +247,22 @@ describe('accessibility (axe-core)', () => {
       await check(`${theme} offline`)
       await open('/compare', (p) => p.locator('main h1').first().waitFor())
       await check(`${theme} compare`)
-      await open('/retention', (p) => p.locator('main h1').first().waitFor())
+      // A rule that selects one failed task of its own: the question before deleting, and the run's record.
+      const doomed = await submit(`doomed-${theme}.sh`, { platform: 'darwin' })
+      h.sql("UPDATE tasks SET status = 'failed_analysis', completed_on = added_on WHERE id = ?", doomed)
+      const rule = await (await fetch(`${h.url}/aviary/retention/rules`, {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: `failed ${theme}`, statuses: ['failed_analysis'] })
+      })).json() as { rule: { id: number } }
+      await open('/retention', (p) => p.getByRole('button', { name: `Preview rule failed ${theme}` }).waitFor({ timeout: 15_000 }))
       await check(`${theme} retention`)
+      await page.getByRole('button', { name: `Preview rule failed ${theme}` }).click()
+      await page.getByRole('button', { name: 'Delete these 1 task…' }).click()
+      await page.getByRole('group', { name: /^Delete 1 task/ }).waitFor()
+      await check(`${theme} retention confirmation`)
+      await page.getByRole('button', { name: 'Yes, delete it' }).click()
+      await page.getByTestId('run-result').waitFor({ timeout: 15_000 })
+      await check(`${theme} retention run`)
+      await fetch(`${h.url}/aviary/retention/rules/${rule.rule.id}`, { method: 'DELETE' })
       await open('/ids-rules', (p) => p.getByRole('table', { name: 'IDS rule sets' }).getByText('aviary', { exact: true }).waitFor({ timeout: 15_000 }))
       await check(`${theme} IDS rules`)
       // A dispatcher in use: the pages that do not apply, disabled with the reason.

@@ -103,7 +103,9 @@ describe('Retention in Chromium', () => {
     expect(summary).toMatch(/^2 tasks would be deleted, freeing 34\d(\.\d)? KiB\. Disk free now: \S+ \S+ of \S+ \S+\.$/)
     await checkState('retention-preview')
 
-    await page.getByRole('button', { name: 'Delete these 2 tasks' }).click()
+    await page.getByRole('button', { name: 'Delete these 2 tasks…' }).click()
+    await page.getByRole('group', { name: /^Delete 2 tasks, their analyses/ }).waitFor()
+    await page.getByRole('button', { name: 'Yes, delete all 2' }).click()
     const result = page.getByTestId('run-result')
     await result.waitFor({ timeout: 15_000 })
     expect(await result.textContent()).toMatch(/^Deleted 2 tasks, freed 34\d(\.\d)? KiB\.$/)

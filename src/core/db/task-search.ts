@@ -2,10 +2,11 @@
 // query language of shared/search-query.ts, sorted by id, time added or score, paged, with the
 // total count. Answered by SQL alone, from indexes kept at write time:
 //   - task_terms (term, kind, task_id): a report's domains (with their parents), IPs, URLs,
-//     signature names (with their starts) and dropped files' hashes, written by processing, and
+//     signature names (with their starts), dropped files' hashes, files (path and name), command
+//     lines (and their programs), mutexes and registry keys, written by processing, and
 //     the task's tags, written by SQL triggers at insert; every kind is one exact lookup, so a term
 //     costs at most one row per task however the run repeated it;
-//   - task_names: the file name or URL of each task in an FTS5 trigram index (substring, any case),
+//   - task_names: the file name or URL of each task (and a member's archive name) in an FTS5 trigram index (substring, any case),
 //     kept by SQL triggers on tasks; names of one or two characters are matched by GLOB over it;
 //   - the tasks' own indexes: tasks_search (a narrow copy of what searches filter and sort on),
 //     tasks_score, tasks_added, tasks_machine, the guests' names, the samples' hashes.
@@ -17,7 +18,7 @@ import type { Statement } from 'better-sqlite3'
 import type { Db } from './database'
 import type { TaskStatus } from '../../shared/api/schemas'
 import {
-  hashPrefix, hostIfUrl, normalizeAlert, normalizeDomain, normalizeIp, normalizeSig, normalizeUrl, parseSearch, SearchSyntaxError, termProblem,
+  hashPrefix, hostIfUrl, normalizeAlert, normalizeDomain, normalizeIp, normalizeSig, normalizeText, normalizeUrl, parseSearch, SearchSyntaxError, termProblem,
   type IndexedKind, type SearchTerm
 } from '../../shared/search-query'
 
@@ -181,6 +182,11 @@ export function termClauses(term: SearchTerm): Clause[] {
       return [withTerm('sig', normalizeSig(v)!)]
     case 'alert':
       return [withTerm('sig', normalizeAlert(v)!)]
+    case 'file':
+    case 'command':
+    case 'mutex':
+    case 'key':
+      return [withTerm(term.kind, normalizeText(v)!)]
     case 'tag':
       return [withTag(v)]
     case 'machine':
@@ -199,6 +205,8 @@ export function termClauses(term: SearchTerm): Clause[] {
       if (url !== undefined && (v.includes('/') || v.includes('?'))) clauses.push(withTerm('url', url))
       const sig = normalizeSig(v)
       if (sig !== null) clauses.push(withTerm('sig', sig))
+      const text = normalizeText(v)
+      if (text !== null) for (const kind of ['file', 'command', 'mutex', 'key'] as const) clauses.push(withTerm(kind, text))
       clauses.push(withTag(v), withMachine(v))
       return clauses
     }

@@ -25,8 +25,8 @@ beforeAll(() => {
   writeFileSync(path.join(dir, 'files.json'), `${JSON.stringify({ path: `files/${name}`, filepath: '/tmp/payload.exe', pids: [11] })}\n`)
   const records = [
     { type: 'file', op: 'created', path: '/tmp/payload.exe', time: 1, pid: 11, sha256: sha },
-    { type: 'file', op: 'created', path: '/home/user/.cache/payload.exe', time: 2, pid: 12, sha256: sha },
-    { type: 'file', op: 'modified', path: '/home/user/.cache/payload.exe', time: 3, pid: 13, sha256: sha },
+    { type: 'file', op: 'created', path: '/home/user/.cache/update.bin', time: 2, pid: 12, sha256: sha },
+    { type: 'file', op: 'modified', path: '/home/user/.cache/update.bin', time: 3, pid: 13, sha256: sha },
     { type: 'file', op: 'deleted', path: '/var/tmp/gone', time: 4, sha256: sha },
     { type: 'file', op: 'created', path: 7, sha256: sha },
     { type: 'file', op: 'created', path: '/x', sha256: 'not a hash' },
@@ -43,7 +43,8 @@ describe('dropped files', () => {
     const payloads = dropped.filter((d) => d.sha256 === sha)
     expect(payloads.map((d) => [d.filepath, d.pids, d.relpath, d.name])).toEqual([
       ['/tmp/payload.exe', [11], `files/${name}`, 'payload.exe'],
-      ['/home/user/.cache/payload.exe', [12, 13], `files/${name}`, 'payload.exe']
+      // Its own name under its own path, not the first path's.
+      ['/home/user/.cache/update.bin', [12, 13], `files/${name}`, 'update.bin']
     ])
     expect(dropped).toHaveLength(3)
     const meta = await metadata(dir, { dropped, buffer: [], procmemory: [] })

@@ -125,7 +125,8 @@ export async function droppedFiles(dir: string, detectType: FileTypeDetector, lo
     for (const [other, pids] of others.get(info.sha256) ?? []) {
       if (other === entry.filepath) continue
       if (out.length >= MAX_DROPPED) break
-      out.push({ ...entry, yara: [], urls: [], filepath: other, pids })
+      // Its name is the one at that path (the stored copy is named after the first path).
+      out.push({ ...entry, name: other.slice(Math.max(other.lastIndexOf('/'), other.lastIndexOf('\\')) + 1) || entry.name, yara: [], urls: [], filepath: other, pids })
     }
   }
   return out

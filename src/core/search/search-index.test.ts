@@ -14,7 +14,8 @@ import { finishRun, startHarness, type Harness } from '../../../test/service-har
 import { submitFile, waitForTask } from '../../../test/e2e/e2e-helpers'
 import { captureLoopback } from '../../../test/loopback-capture'
 import type { TaskSearchResult } from '../../shared/api/ui-schemas'
-import { capNote, LEFT_OUT_COUNTED, reportTerms, TERM_CAPS } from './report-terms'
+import { capNote, LEFT_OUT_COUNTED, reportTerms } from './report-terms'
+import { INDICATOR_CAPS } from '../../shared/report-indicators'
 
 const DROPPED = 'a file the sample dropped\n'
 const sha = (algo: string, s: string) => createHash(algo).update(s).digest('hex')
@@ -106,11 +107,11 @@ describe('the index written when a report is', () => {
         .map((e) => JSON.stringify(e)).join('\n') + '\n'
     })
     const ips = termsOf(id).filter((t) => t.kind === 'ip')
-    expect(ips).toHaveLength(TERM_CAPS.ip)
+    expect(ips).toHaveLength(INDICATOR_CAPS.addresses)
     expect(await found('ip:11.0.0.9')).toEqual([id]) // among the first seen
     expect(await found('ip:11.5.219.9')).toEqual([]) // the 1,500th: left out
     const reported = (await timeline(id)).find((e) => e.stage === 'reported')
-    expect(reported?.message).toMatch(/; search index: 1,000 ip terms kept, 500 more addresses left out$/)
+    expect(reported?.message).toMatch(/; search index: 1,000 addresses kept, 500 more left out$/)
   }, 60_000)
 })
 
@@ -121,13 +122,14 @@ describe('the terms of a report', () => {
     const t = reportTerms({ network: { domains } })
     expect(Date.now() - t0).toBeLessThan(20_000) // bounded work, not a timing figure
     const kept = t.terms.filter((x) => x.kind === 'domain').map((x) => x.term)
-    expect(kept.length).toBeLessThanOrEqual(TERM_CAPS.domain)
+    // The cap counts domains; each kept one brings its parents (here the same two for all).
+    expect(kept).toHaveLength(INDICATOR_CAPS.domains + 2)
     expect(kept).toEqual(expect.arrayContaining(['h0.flood.example', 'flood.example', 'example']))
     // Counted one by one up to LEFT_OUT_COUNTED distinct values, then "over".
-    expect(t.capped.domain).toEqual({ kept: kept.length, leftOut: LEFT_OUT_COUNTED, over: true })
-    expect(capNote(t)).toBe(`search index: ${kept.length.toLocaleString('en-US')} domain terms kept, over 100,000 more domains left out`)
+    expect(t.capped.domains).toEqual({ kept: INDICATOR_CAPS.domains, leftOut: LEFT_OUT_COUNTED, over: true })
+    expect(capNote(t)).toBe('search index: 3,000 domains kept, over 100,000 more left out')
     const few = reportTerms({ network: { domains: domains.slice(0, 5000) }, behavior: { summary: { resolves_host: domains.slice(0, 5000).map((d) => d.domain) } } })
-    expect(few.capped.domain).toEqual({ kept: kept.length, leftOut: 5000 - (kept.length - 2), over: false }) // seen twice, counted once
+    expect(few.capped.domains).toEqual({ kept: INDICATOR_CAPS.domains, leftOut: 5000 - INDICATOR_CAPS.domains, over: false }) // seen twice, counted once
   })
 
   it('finds the URLs written in the sample and its dropped files by url:, not as domains the run met', () => {
@@ -158,8 +160,29 @@ describe('the terms of a report', () => {
     expect(of('domain')).toEqual(['example', 'long.example', 'ok.example', 'target.example'])
     expect(of('ip')).toEqual(['1.2.3.4', '198.51.100.9', '::ffff:102:304'])
     expect(of('url')).toEqual([`long.example/${'p'.repeat(512 - 13)}`, 'target.example/path', 'target.example/path?q=1'])
-    expect(of('sig')).toEqual(['family', 'persistence', 'persistence_autorun'])
+    // A number where a name is expected is read as text, as Compare and the report views read it.
+    expect(of('sig')).toEqual(['42', 'family', 'persistence', 'persistence_autorun'])
     expect(of('hash')).toEqual(['a'.repeat(40)])
     expect(t.capped).toEqual({})
+  })
+
+  it('finds what the run touched: files by path or name, command lines and programs, mutexes, registry keys', () => {
+    const t = reportTerms({
+      behavior: {
+        summary: {
+          file_written: ['/tmp/update.bin', 'C:\\Users\\a\\AppData\\Crontab.TXT'], file_moved: [['/tmp/a', '/tmp/b']], file_opened: 7,
+          command_line: ['"C:\\Windows\\cmd.exe" /c whoami'], mutex: ['Global\\EvilMutex', '\u0007bad'],
+          regkey_written: ['HKEY_CURRENT_USER\\Software\\Run\\x']
+        },
+        processes: [{ command_line: 'curl -o /tmp/x http://e.example/' }, { command_line: 3 }]
+      },
+      dropped: [{ name: 'notes.txt', filepath: '/home/u/.cache/notes.txt', sha256: 'c'.repeat(64) }]
+    })
+    const of = (kind: string) => t.terms.filter((x) => x.kind === kind).map((x) => x.term).sort()
+    expect(of('file')).toEqual(['/home/u/.cache/notes.txt', '/tmp/a', '/tmp/b', '/tmp/update.bin', 'a', 'b', 'c:\\users\\a\\appdata\\crontab.txt',
+      'crontab.txt', 'notes.txt', 'update.bin'])
+    expect(of('command')).toEqual(['"c:\\windows\\cmd.exe" /c whoami', '3', 'c:\\windows\\cmd.exe', 'cmd.exe', 'curl', 'curl -o /tmp/x http://e.example/'])
+    expect(of('mutex')).toEqual(['global\\evilmutex'])
+    expect(of('key')).toEqual(['hkey_current_user\\software\\run\\x'])
   })
 })

@@ -164,6 +164,10 @@ with tarfile.open('names.tar.gz', 'w:gz', format=tarfile.PAX_FORMAT) as t:
       expect([...seen.keys()].sort(), archive).toEqual(['a b.exe', 'invoice\u202Egpj.exe', 'отчёт.exe'])
       expect(seen.get('отчёт.exe'), archive).toContain('filename=docs/отчёт.exe')
       expect(seen.get('invoice\u202Egpj.exe'), archive).toContain('filename=invoice\u202Egpj.exe')
+      // Each member names its archive, and the archive's name finds them all.
+      for (const options of seen.values()) expect(options, archive).toContain(`archive=пакет ${archive}`)
+      const found = await h.json<{ tasks: { id: number }[] }>(`/aviary/tasks?q=${encodeURIComponent(`name:"пакет ${archive}"`)}&order=asc`)
+      expect(found.body.tasks.map((t) => t.id), archive).toEqual([...ids].sort((x, y) => x - y))
     }
   })
 })

@@ -12,8 +12,9 @@ import type { MachinesRepository } from '../db/machines.repository'
 import type { StorageLayout } from '../storage/layout'
 import type { IngestedFile } from '../storage/ingest'
 import type { SampleStore, StoredSample } from '../samples/sample-store'
-import { parseTaskParams, parseOptions, withOption, type TaskFields, type TaskParams } from './task-params'
+import { parseTaskParams, parseOptions, withOption, withoutOption, type TaskFields, type TaskParams } from './task-params'
 import { normalizeUrl } from './urls'
+import { tagsNote } from '../../shared/task-notes'
 import type { RoutingSettings } from '../network/routing-config'
 import { detectArchive, unpackArchive, type UnpackLimits } from './unpack'
 
@@ -101,7 +102,10 @@ export class SubmitService {
         onMember: async (member) => {
           const file = await this.d.store.ingest(member.source, Number.MAX_SAFE_INTEGER)
           const memberSample = await this.d.store.commit(file, path.posix.basename(member.path))
-          const options = withOption(params.options, 'filename', member.path)
+          // Cuckoo 2 keeps the archive as the target; Aviary runs the member itself, so the task
+          // keeps the archive's name in option `archive` (the list, the summary and the name
+          // search read it: searching the zip's name finds its members).
+          const options = withOption(withOption(withoutOption(params.options, 'archive'), 'archive', archiveName), 'filename', member.path)
           tasks.push(fileTask(memberSample, 'archive', { ...params, options }, submitId))
         }
       })
@@ -138,11 +142,9 @@ function urlTask(url: string, p: TaskParams, submitId: number | null): NewTask {
   return { ...p, category: 'url', target: url, sample_id: null, submit_id: submitId, errors: notes(p) }
 }
 
-/** What the task should know about its own settings: tags take effect only with a platform (the spec). */
+/** What the task should know about its own settings: tags choose machines only with a platform (the spec). */
 function notes(p: TaskParams): string[] {
-  return p.tags.length > 0 && p.platform === null && p.machine === null
-    ? [`tags ${p.tags.join(', ')} are ignored: tags take effect only together with a platform`]
-    : []
+  return p.tags.length > 0 && p.platform === null && p.machine === null ? [tagsNote(p.tags)] : []
 }
 
 /** A client string made safe to quote in a message: short, no invisible characters. */

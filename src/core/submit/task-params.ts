@@ -87,3 +87,13 @@ export function withOption(options: string | null, key: string, value: string): 
   const piece = `${key}=${value.replace(/,/g, '_')}`
   return options ? `${options},${piece}` : piece
 }
+
+/** An options string without any `key=…` piece (null when nothing is left). */
+export function withoutOption(options: string | null, key: string): string | null {
+  const kept = (options ?? '').split(',').filter((piece) => {
+    const eq = piece.indexOf('=')
+    return !(eq > 0 && piece.slice(0, eq).trim() === key)
+  })
+  const out = kept.join(',')
+  return out === '' ? null : out
+}

@@ -47,7 +47,7 @@ export function useIsLive(): boolean {
  * Subscribes to a connection's event stream while mounted (the Layout does, once). Returns
  * whether it is live; pages read the same with useIsLive().
  */
-export function useLiveEvents(connection: ConnectionId): boolean {
+export function useLiveEvents(connection: ConnectionId, enabled = true): boolean {
   const qc = useQueryClient()
   const [live, setLiveLocal] = useState(false)
   const setShared = useLiveState((s) => s.set)
@@ -55,7 +55,7 @@ export function useLiveEvents(connection: ConnectionId): boolean {
   useEffect(() => {
     let source: EventSource | null = null
     let closed = false
-    if (typeof EventSource === 'undefined') return undefined
+    if (typeof EventSource === 'undefined' || !enabled) return undefined
     void apiUrl(connection, '/events').then((url) => {
       if (closed) return
       source = new EventSource(url)
@@ -72,6 +72,6 @@ export function useLiveEvents(connection: ConnectionId): boolean {
       source?.close()
       setLive(false)
     }
-  }, [connection, qc])
+  }, [connection, qc, enabled])
   return live
 }

@@ -11,6 +11,7 @@ import path from 'node:path'
 import { startHarness, type Harness } from '../../../../test/service-harness'
 import { dropperRuns, reportedAnalysis } from '../../../../test/compare-analyses'
 import { MAX_ITEMS, reportFacts, type ReportFacts } from './facts'
+import { INDICATOR_CAPS, readIndicators } from '../../../shared/report-indicators'
 import { compareFacts, differs, tally, type Row } from './diff'
 import { CUCKOO_207 } from '../../../../test/fixtures/cuckoo-2.0.7-report'
 
@@ -127,6 +128,17 @@ describe('two PE programs compiled here', () => {
   }, 120_000)
 })
 
+describe('the shared reader of indicators', () => {
+  it("compares the domains the task search indexes, with the same cap, and says what it left out", () => {
+    const n = INDICATOR_CAPS.domains + 500
+    const report = { network: { domains: Array.from({ length: n }, (_, i) => ({ domain: `h${i}.flood.example`, ip: '' })) } }
+    const f = reportFacts(report)
+    expect(f.domains.map((d) => d.key)).toEqual(readIndicators(report).domains.values().map((d) => d.name))
+    expect(f.domains).toHaveLength(INDICATOR_CAPS.domains)
+    expect(f.capped).toEqual([`Domains: the first ${INDICATOR_CAPS.domains.toLocaleString('en-US')} distinct entries are compared (500 more left out)`])
+  })
+})
+
 describe('reports of any origin', () => {
   it('reads Cuckoo 2.0.7\'s shapes: the tree, ttp objects, host strings, http_ex paths, dropped and PE keys', () => {
     const f = reportFacts(CUCKOO_207)
@@ -137,7 +149,8 @@ describe('reports of any origin', () => {
     expect(f.processCount).toBe(2)
     expect(f.processPaths.map((p) => p.names)).toEqual([['invoice.exe'], ['invoice.exe', 'cmd.exe']])
     expect(f.processLines[1]).toMatchObject({ name: 'cmd.exe', commandLine: 'cmd.exe /c ping -n 3 127.0.0.1 & del invoice.exe', pids: [2612] })
-    expect(f.addresses.map((x) => [x.key, x.ports])).toEqual([['8.8.8.8', ['udp/53']], ['93.184.216.34', ['tcp/80']]])
+    // Addresses a flow went to, a dead host (tried, no answer) included; in the order the shared reader meets them.
+    expect(f.addresses.map((x) => [x.key, x.ports])).toEqual([['93.184.216.34', ['tcp/80']], ['8.8.8.8', ['udp/53']], ['10.0.0.9', []]])
     // The capture's full URL and the replay's path on its host are one request, seen by both.
     expect(f.http).toEqual([{ key: 'GET http://evil.example/gate.php', method: 'GET', url: 'http://evil.example/gate.php', statuses: ['200'], sources: ['capture', 'proxy (http_ex)'], userAgent: 'Mozilla/4.0' }])
     expect(f.dropped).toEqual([expect.objectContaining({ key: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', paths: ['C:\\Users\\cuckoo\\AppData\\Roaming\\updater.exe'], count: 1 })])
@@ -176,7 +189,8 @@ describe('reports of any origin', () => {
     expect(f.score).toBeNull()
     expect(f.signatures.map((s) => [s.key, s.severity])).toEqual([['evil\u202Eexe.txt', 3]])
     expect(f.processNames.map((p) => [p.key, p.count])).toEqual([['7', 1], ['(unknown)', 1], ['k', 1]])
-    expect(f.domains.map((d) => d.key)).toEqual(['5', 'a.example']) // numbers are read as text, as everywhere in the views
+    // Numbers are read as text, as everywhere in the views; a host named by an HTTP request is a domain the run met.
+    expect(f.domains.map((d) => d.key)).toEqual(['5', 'a.example', 'h'])
     expect(f.http.map((x) => x.key)).toEqual(['POST http://h/p'])
     expect(f.dropped.map((d) => d.key)).toEqual(['5', 'md5 abc'])
     expect(f.staticFacts).toContainEqual({ key: 'PDF javascript', value: '2' })

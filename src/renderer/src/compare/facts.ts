@@ -4,11 +4,14 @@
 // huge (a 100,000-process tree), every string long. So each list keeps at most MAX_ITEMS distinct
 // entries (counting the rest), every string is cut, the process tree is walked with a stack, and
 // the digest is all the page keeps: the report itself is let go once it is read (in a worker,
-// facts.worker.ts, where the platform has one).
+// facts.worker.ts, where the platform has one). Domains, addresses, HTTP requests and dropped files
+// are read by the one reader of indicators the task search uses (shared/report-indicators.ts),
+// with its caps.
 import { isObj, num, obj, objs, str, strs, textOf, type Obj } from '../report/model'
 import { techniques, type Technique } from '../report/attack'
+import { readIndicators, type Capped, type Indicators } from '../../../shared/report-indicators'
 
-/** Distinct entries kept per list and side (the rest are counted, and the page says so). */
+/** Distinct entries kept per list and side of the lists read here (the rest are counted, and the page says so). */
 export const MAX_ITEMS = 20_000
 /** Nodes of behavior.processtree walked (a guest can fork without end; the walk stops here). */
 export const MAX_TREE_NODES = 1_000_000
@@ -73,8 +76,6 @@ class Bag<T> {
   }
   values(): T[] { return [...this.map.values()] }
 }
-
-const addTo = (list: string[], v: string): void => { if (v !== '' && list.length < MAX_DETAILS && !list.includes(v)) list.push(v) }
 
 function noteCap(capped: string[], what: string, bag: Bag<unknown>): void {
   if (bag.dropped > 0) capped.push(`${what}: the first ${MAX_ITEMS.toLocaleString('en-US')} distinct entries are compared (${bag.dropped.toLocaleString('en-US')} more left out)`)
@@ -178,82 +179,31 @@ function processFacts(report: unknown, capped: string[]): Pick<ReportFacts, 'pro
   return { processCount: count, processNames: b.names.values(), processLines: b.lines.values(), processPaths: b.paths.values() }
 }
 
-// ---- network
+// ---- network and dropped files: the one reader of indicators (shared/report-indicators.ts), which the task search reads too
 
-const domainKey = (d: string): string => cut(d.trim().replace(/\.$/, '').toLowerCase(), 300)
-
-function networkFacts(report: unknown, capped: string[]): Pick<ReportFacts, 'domains' | 'addresses' | 'http'> {
-  const net = obj(report, 'network')
-  const domains = new Bag<Domain>()
-  const domain = (name: string) => (name === '' ? undefined : domains.at(domainKey(name), () => ({ key: domainKey(name), ips: [] })))
-  for (const d of objs(net, 'domains')) { const e = domain(str(d, 'domain')); if (e) addTo(e.ips, cut(str(d, 'ip'), 100)) }
-  for (const d of objs(net, 'dns')) {
-    const e = domain(str(d, 'request'))
-    if (e) for (const a of objs(d, 'answers')) if (/^(A|AAAA)$/i.test(str(a, 'type'))) addTo(e.ips, cut(str(a, 'data'), 100))
+function noteList(capped: string[], what: string, list: Capped<unknown>): void {
+  if (list.leftOut.size > 0) {
+    capped.push(`${what}: the first ${list.cap.toLocaleString('en-US')} distinct entries are compared (${list.over ? 'over ' : ''}${list.leftOut.size.toLocaleString('en-US')} more left out)`)
   }
-  for (const t of objs(net, 'tls')) domain(str(t, 'sni') || str(t, 'server_name'))
-
-  const addresses = new Bag<Address>()
-  const address = (ip: string) => (ip === '' ? undefined : addresses.at(cut(ip, 100), () => ({ key: cut(ip, 100), ports: [] })))
-  const hosts = Array.isArray(net.hosts) ? net.hosts : []
-  for (const h of hosts) address(typeof h === 'string' ? h : isObj(h) ? str(h, 'ip') : '')
-  for (const proto of ['tcp', 'udp'] as const) {
-    for (const f of objs(net, proto)) {
-      const e = address(str(f, 'dst'))
-      const port = num(f, 'dport')
-      if (e && port !== null) addTo(e.ports, `${proto}/${port}`)
-    }
-  }
-
-  const http = new Bag<HttpRequest>()
-  const request = (method: string, url: string, status: unknown, source: string, userAgent: string) => {
-    if (url === '') return
-    const m = cut(method.toUpperCase() || '?', 20)
-    const key = `${m} ${cut(url)}`
-    const e = http.at(key, () => ({ key, method: m, url: cut(url), statuses: [], sources: [], userAgent: cut(userAgent, 300) }))
-    if (!e) return
-    addTo(e.statuses, scalar(status, 20))
-    addTo(e.sources, source)
-    if (e.userAgent === '' && userAgent !== '') e.userAgent = cut(userAgent, 300)
-  }
-  for (const h of objs(net, 'http')) {
-    const uri = str(h, 'uri')
-    const port = num(h, 'port')
-    const url = /^https?:\/\//i.test(uri) ? uri : str(h, 'host') === '' ? uri || str(h, 'path')
-      : `http://${str(h, 'host')}${port !== null && port !== 80 ? `:${port}` : ''}${str(h, 'path') || uri}`
-    request(str(h, 'method'), url, h.status, 'capture', str(h, 'user-agent'))
-  }
-  for (const [key, protocol] of [['http_ex', 'http'], ['https_ex', 'https']] as const) {
-    for (const x of objs(net, key)) {
-      // Aviary gives the full URI; Cuckoo's is the request line's target (its `path` is where the body was saved).
-      const uri = str(x, 'uri')
-      const host = str(x, 'host')
-      const url = /^https?:\/\//i.test(uri) || host === '' ? uri : `${str(x, 'protocol') || protocol}://${host}${uri.startsWith('/') ? '' : '/'}${uri}`
-      request(str(x, 'method'), url, x.status, `proxy (${key})`, '')
-    }
-  }
-  noteCap(capped, 'Domains', domains)
-  noteCap(capped, 'IP addresses', addresses)
-  noteCap(capped, 'HTTP requests', http)
-  return { domains: domains.values(), addresses: addresses.values(), http: http.values() }
 }
 
-// ---- dropped files
-
-function droppedFacts(report: unknown, capped: string[]): DroppedFile[] {
-  const files = new Bag<DroppedFile>()
-  for (const d of objs(report, 'dropped')) {
-    const sha256 = cut(str(d, 'sha256').toLowerCase(), 128)
-    const key = sha256 || (str(d, 'md5') ? `md5 ${cut(str(d, 'md5').toLowerCase(), 64)}` : '')
-    if (key === '') continue
-    const e = files.at(key, () => ({ key, sha256, names: [], paths: [], size: num(d, 'size'), type: cut(str(d, 'type'), 300), count: 0 }))
-    if (!e) continue
-    e.count++
-    addTo(e.names, cut(str(d, 'name'), 300))
-    addTo(e.paths, cut(str(d, 'filepath') || str(d, 'path'), 1000))
+function networkFacts(ind: Indicators, capped: string[]): Pick<ReportFacts, 'domains' | 'addresses' | 'http'> {
+  noteList(capped, 'Domains', ind.domains)
+  noteList(capped, 'IP addresses', ind.addresses)
+  noteList(capped, 'HTTP requests', ind.http)
+  return {
+    domains: ind.domains.values().map((d) => ({ key: cut(d.name, 300), ips: d.ips })),
+    // Addresses a flow went to (an address only named in a DNS answer is the domain's).
+    addresses: ind.addresses.values().filter((a) => a.contacted).map((a) => ({ key: cut(a.ip, 100), ports: a.ports })),
+    http: ind.http.values().map((h) => ({ key: `${h.method} ${h.url}`, method: h.method, url: h.url, statuses: h.statuses, sources: h.sources, userAgent: h.userAgent }))
   }
-  noteCap(capped, 'Dropped files', files)
-  return files.values()
+}
+
+function droppedFacts(ind: Indicators, capped: string[]): DroppedFile[] {
+  noteList(capped, 'Dropped files', ind.dropped)
+  return ind.dropped.values().map((d) => ({
+    key: d.sha256 || `md5 ${d.md5}`, sha256: d.sha256, names: d.names, paths: d.paths, size: d.size, type: d.type, count: d.count
+  }))
 }
 
 // ---- static
@@ -386,6 +336,9 @@ function staticFacts(report: unknown, capped: string[]): Pick<ReportFacts, 'stat
 
 // ---- the IDS
 
+/** Adds a detail to a short list once (at most MAX_DETAILS). */
+const addTo = (list: string[], v: string): void => { if (v !== '' && list.length < MAX_DETAILS && !list.includes(v)) list.push(v) }
+
 function idsFacts(report: unknown, capped: string[]): IdsAlert[] {
   const bag = new Bag<IdsAlert>()
   for (const a of objs(obj(report, 'suricata'), 'alerts')) {
@@ -431,8 +384,9 @@ export function reportFacts(report: unknown): ReportFacts {
   const capped: string[] = []
   const sig = signatureFacts(report, capped)
   const proc = processFacts(report, capped)
-  const net = networkFacts(report, capped)
-  const dropped = droppedFacts(report, capped)
+  const ind = readIndicators(report)
+  const net = networkFacts(ind, capped)
+  const dropped = droppedFacts(ind, capped)
   const stat = staticFacts(report, capped)
   return {
     title: reportTitle(report),

@@ -4,6 +4,7 @@ import { useEffect, useRef, type JSX } from 'react'
 import { NavLink, Outlet, useLocation, useNavigate } from 'react-router'
 import { applyTheme, useUi, type Theme } from '../state/ui'
 import { useIsLive, useLiveEvents } from '../api/live'
+import { useIsAviary } from '../api/server-kind'
 import type { ConnectionId } from '../api/http'
 import { ConnectionPicker, useConnections, useCurrentConnection } from './ConnectionPicker'
 import { ANALYSIS_ONLY, dispatcherPage } from '../connections/dispatcher-pages'
@@ -103,6 +104,7 @@ export function Layout(): JSX.Element {
 }
 
 function LiveEvents({ connection }: { connection: ConnectionId }): null {
-  useLiveEvents(connection)
+  // Only an Aviary has /events (a dispatcher or a Cuckoo server would answer 404): others are polled.
+  useLiveEvents(connection, useIsAviary(connection) === true)
   return null
 }

@@ -2,6 +2,7 @@
 import type { JSX } from 'react'
 import { scoreLevel, scoreWords, type ScoreLevel } from '../../../shared/score'
 import { unschedulable } from '../task/unschedulable'
+import { startFailure } from '../report/start-failure'
 
 const COLORS: Record<string, string> = {
   pending: 'bg-zinc-200 text-zinc-800 dark:bg-zinc-700 dark:text-zinc-100',
@@ -16,22 +17,27 @@ const COLORS: Record<string, string> = {
 
 export function StatusBadge({ status }: { status: string }): JSX.Element {
   return (
-    <span data-status={status} className={`inline-block rounded px-1.5 py-0.5 text-xs font-medium ${COLORS[status] ?? COLORS.pending}`}>
+    <span data-status={status} className={`inline-block whitespace-nowrap rounded px-1.5 py-0.5 text-xs font-medium ${COLORS[status] ?? COLORS.pending}`}>
       {status.replace('_', ' ')}
     </span>
   )
 }
 
-/** A task's status, and for a pending task no machine can run a "no machine" mark with the scheduler's reason on hover. */
+const MARK = 'whitespace-nowrap rounded border border-amber-600 px-1 text-xs font-medium text-amber-800 dark:border-amber-400 dark:text-amber-300'
+
+/**
+ * A task's status, with a mark where the status alone would mislead: "no machine" for a pending
+ * task no machine can run (the scheduler's reason on hover), "not started" for a task whose sample
+ * never ran (the OS's reason on hover): its report and score are of nothing. One line, never wrapped.
+ */
 export function TaskStatusBadge({ task }: { task: { status: string; errors?: unknown } }): JSX.Element {
   const why = unschedulable(task)
+  const failed = startFailure(Array.isArray(task.errors) ? task.errors : [])
   return (
-    <span className="inline-flex items-center gap-1">
+    <span className="inline-flex items-center gap-1 whitespace-nowrap">
       <StatusBadge status={task.status} />
-      {why !== null && (
-        <span data-unschedulable title={`No machine can run this task: ${why}`}
-          className="rounded border border-amber-600 px-1 text-xs font-medium text-amber-800 dark:border-amber-400 dark:text-amber-300">no machine</span>
-      )}
+      {why !== null && <span data-unschedulable title={`No machine can run this task: ${why}`} className={MARK}>no machine</span>}
+      {failed !== null && <span data-not-started title={`The sample did not start: ${failed}`} className={MARK}>not started</span>}
     </span>
   )
 }

@@ -55,7 +55,7 @@ describe('Retention page', () => {
   it('previews a rule as written, refuses a contradiction naming the field, and saves it', async () => {
     const user = userEvent.setup()
     renderPage(<RetentionPage />)
-    expect(await screen.findByText('No rules yet.')).toBeTruthy()
+    expect(await screen.findByText('No rules yet.', {}, { timeout: 10_000 })).toBeTruthy()
     expect((screen.getByRole('button', { name: 'Preview all enabled rules' }) as HTMLButtonElement).disabled).toBe(true)
     await user.click(screen.getByRole('button', { name: 'New rule' }))
     const form = screen.getByRole('form', { name: 'New rule' })
@@ -103,9 +103,23 @@ describe('Retention page', () => {
     expect(first.getByText('1.0')).toBeTruthy()
     expect(screen.getByTestId('preview-summary').textContent).toMatch(/^3 tasks would be deleted, freeing \d+(\.\d+)? KiB\. Disk free now: /)
 
-    await user.click(screen.getByRole('button', { name: 'Delete these 3 tasks' }))
-    const result = await screen.findByTestId('run-result')
+    // Nothing goes before the question is answered; Cancel leaves everything.
+    await user.click(screen.getByRole('button', { name: 'Delete these 3 tasks…' }))
+    const question = screen.getByRole('group', { name: /^Delete 3 tasks, their analyses/ })
+    expect(question.textContent).toContain('This cannot be undone.')
+    await user.click(within(question).getByRole('button', { name: 'Cancel' }))
+    expect(screen.queryByRole('group', { name: /^Delete 3 tasks/ })).toBeNull()
+    for (const id of [ids.old, ids.failed, ids.high]) expect((await h.get(`/tasks/view/${id}`)).status).toBe(200)
+    await user.click(screen.getByRole('button', { name: 'Delete these 3 tasks…' }))
+    await user.click(screen.getByRole('button', { name: 'Yes, delete all 3' }))
+    const result = await screen.findByTestId('run-result', {}, { timeout: 15_000 })
     expect(result.textContent).toMatch(/^Deleted 3 tasks, freed \d+(\.\d+)? KiB\.$/)
+    // What the run did replaces the dry run: no "would be deleted", no links to tasks now gone.
+    expect(screen.getByRole('heading', { name: `Run: rule #${rule.id} old ones` })).toBeTruthy()
+    expect(screen.queryByTestId('preview-summary')).toBeNull()
+    expect(screen.queryByRole('table', { name: 'Tasks the run would delete' })).toBeNull()
+    // The pending task, which no rule deletes, is mentioned.
+    expect((await screen.findByTestId('retention-unfinished', {}, { timeout: 10_000 })).textContent).toBe('1 task is not finished (pending, running or being processed): no rule deletes it until it is reported or failed.')
     for (const id of [ids.old, ids.failed, ids.high]) expect((await h.get(`/tasks/view/${id}`)).status).toBe(404)
     for (const id of [ids.young, ids.pending]) expect((await h.get(`/tasks/view/${id}`)).status).toBe(200)
     const runs = await screen.findByRole('list', { name: 'Recent retention runs' })

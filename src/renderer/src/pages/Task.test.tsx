@@ -243,6 +243,18 @@ describe('Task page', () => {
     expect(within(panel).getByRole('region', { name: 'Processes' }).textContent).toContain('No process: the sample did not start.')
   })
 
+  it('shows tags without a platform as a note, true and not red: they are kept for search and retention', async () => {
+    const b = '----aviarytags'
+    const body = `--${b}\r\nContent-Disposition: form-data; name="tags"\r\n\r\nkeep,lab\r\n--${b}\r\nContent-Disposition: form-data; name="file"; filename="tagged.sh"\r\n\r\necho\r\n--${b}--\r\n`
+    const res = await fetch(`${h.url}/tasks/create/file`, { method: 'POST', body, headers: { 'Content-Type': `multipart/form-data; boundary=${b}` } })
+    const id = ((await res.json()) as { task_id: number }).task_id
+    page(`/tasks/${id}`)
+    const notes = await screen.findByTestId('task-notes', {}, { timeout: 10_000 })
+    expect(notes.textContent).toBe('tags keep, lab choose no machine without a platform; they are kept for search (tag:) and retention')
+    expect(notes.className).not.toMatch(/red/)
+    expect(screen.queryByRole('rowheader', { name: 'Errors' })).toBeNull()
+  })
+
   it('says which member of a submitted archive a task runs, before and after its report', async () => {
     const user = userEvent.setup()
     const zip = new ZipFile()
@@ -261,7 +273,7 @@ describe('Task page', () => {
     expect(runTask?.category).toBe('archive')
 
     page(`/tasks/${runId}`)
-    expect((await screen.findByTestId('task-archive-member')).textContent).toBe('bin/run.sh (the member of a submitted archive that this task runs)')
+    expect((await screen.findByTestId('task-archive-member')).textContent).toBe('bin/run.sh from bundle.zip (the member of a submitted archive that this task runs)')
     cleanup()
 
     const dir = h.analysisDir(runId as number)
@@ -272,7 +284,8 @@ describe('Task page', () => {
     expect(await waitForTask(h, runId as number, ['reported', 'failed_processing'], 30_000)).toBe('reported')
     page(`/tasks/${runId}`)
     await screen.findByRole('heading', { name: 'run.sh' })
-    expect(screen.getByRole('rowheader', { name: 'Ran from archive' }).nextElementSibling?.textContent).toBe('bin/run.sh')
+    // The archive, not only the member (Cuckoo 2 keeps the archive as the target).
+    expect(screen.getByRole('rowheader', { name: 'Ran from archive' }).nextElementSibling?.textContent).toBe('bin/run.sh from bundle.zip')
     await user.click(screen.getByRole('tab', { name: 'Behavior' }))
     // Its analyzer log has no calls: the server says so (404) and the full report has none either.
     expect(await screen.findByText('No calls were recorded.')).toBeTruthy()

@@ -4,6 +4,7 @@
 // The Behavior tab's calls come in pages from the server (/aviary/tasks/<id>/calls), or from the
 // full report where the server has no such route. A sample that never started says why up front,
 // and a member of an archive says which member it is.
+import { isTaskNote } from '../../../shared/task-notes'
 import { useEffect, useMemo, useRef, useState, type JSX } from 'react'
 import { useParams, useSearchParams } from 'react-router'
 import { useQuery, useQueryClient } from '@tanstack/react-query'
@@ -24,7 +25,7 @@ import { apiSources } from '../task/sources'
 import { serviceCallsSource } from '../report/calls-source'
 import { ReportPage } from '../report/report-context'
 import { startFailure } from '../report/start-failure'
-import { taskArchiveMember } from '../report/archive'
+import { taskArchiveMember, taskArchiveName } from '../report/archive'
 import type { Task } from '../../../shared/api/schemas'
 import { CompareWith } from '../compare/CompareWith'
 import { LiveTab } from '../console/LiveTab'
@@ -50,11 +51,18 @@ function targetShown(task: Partial<Task>): string {
 function TaskFacts({ task }: { task: Partial<Task> }): JSX.Element {
   const guest = task.guest && 'name' in task.guest ? task.guest : null
   // The reason no machine can run it is said above the facts; the other errors are listed here.
-  const errors = Array.isArray(task.errors) ? task.errors.filter((e) => !(typeof e === 'string' && e.startsWith(UNSCHEDULABLE))) : []
+  // Notes (tags kept without a platform) are information, not errors: shown apart, not in red.
+  const all = Array.isArray(task.errors) ? task.errors.filter((e) => !(typeof e === 'string' && e.startsWith(UNSCHEDULABLE))) : []
+  const errors = all.filter((e) => !isTaskNote(e))
+  const notes = all.filter(isTaskNote)
   return (
     <KeyValues rows={[
       ['Target', task.target && <span className="[overflow-wrap:anywhere]"><Mono value={targetShown(task)} /></span>],
-      ['Archive member', taskArchiveMember(task) !== '' && <span data-testid="task-archive-member"><Mono value={taskArchiveMember(task)} /> <span className="text-zinc-500">(the member of a submitted archive that this task runs)</span></span>],
+      ['Archive member', taskArchiveMember(task) !== '' && (
+        <span data-testid="task-archive-member"><Mono value={taskArchiveMember(task)} />
+          {taskArchiveName(task) !== '' && <> <span className="text-zinc-500">from</span> <Mono value={taskArchiveName(task)} /></>}
+          {' '}<span className="text-zinc-500">(the member of a submitted archive that this task runs)</span></span>
+      )],
       ['Category', task.category && <SafeText value={task.category} />],
       ['Package', task.package && <SafeText value={task.package} />],
       ['Machine', (guest?.name ?? task.machine) && <SafeText value={guest?.name ?? task.machine} />],
@@ -65,6 +73,9 @@ function TaskFacts({ task }: { task: Partial<Task> }): JSX.Element {
       ['Added', task.added_on && <When value={task.added_on} absolute />],
       ['Started', task.started_on && <When value={task.started_on} absolute />],
       ['Completed', task.completed_on && <When value={task.completed_on} absolute />],
+      ['Notes', notes.length > 0 && (
+        <ul data-testid="task-notes" className="text-zinc-600 dark:text-zinc-400">{notes.slice(0, 10).map((e, i) => <li key={i}><SafeText value={e} /></li>)}</ul>
+      )],
       ['Errors', errors.length > 0 && (
         <ul className="text-red-700 dark:text-red-400">{errors.slice(0, 50).map((e, i) => <li key={i}><SafeText value={e} /></li>)}</ul>
       )]

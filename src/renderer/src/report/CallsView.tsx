@@ -15,7 +15,10 @@ import { isObj, type Obj } from './model'
 
 export const ROW_PX = 24
 export const MAX_SCROLL_PX = 15_000_000
-const COLUMNS = 'grid grid-cols-[7.5rem_3.5rem_5.5rem_11rem_minmax(0,1fr)_6rem_3.5rem] gap-x-2 items-center px-2'
+// Fixed columns around Arguments, which takes the rest and never less than 16rem: at 1024 px the
+// API and return columns are narrower (truncated, whole in the details below) so Arguments keeps
+// about 280 px.
+const COLUMNS = 'grid grid-cols-[6.5rem_3rem_4.5rem_8.5rem_minmax(16rem,1fr)_4.5rem_3rem] gap-x-2 items-center px-2'
 const MAX_FACET_BUTTONS = 40
 const MAX_API_OPTIONS = 500
 const noSubscribe = () => () => {}
@@ -70,7 +73,7 @@ const CallRow = memo(function CallRow({ index, start, call, selected, onSelect }
           <span role="gridcell" className="tabular-nums text-zinc-600 dark:text-zinc-400" title={callDate(call.time) || undefined}>{callTime(call.time)}</span>
           <span role="gridcell" className="truncate tabular-nums text-zinc-600 dark:text-zinc-400">{valueText(call.tid, 12)}</span>
           <span role="gridcell" className="truncate"><SafeText value={valueText(call.category, 40)} /></span>
-          <span role="gridcell" className="truncate font-semibold"><SafeText value={valueText(call.api, 80)} /></span>
+          <span role="gridcell" className="truncate font-semibold" title={plainSafe(valueText(call.api, 80))}><SafeText value={valueText(call.api, 80)} /></span>
           <span role="gridcell" className="truncate"><SafeText value={argsLine(call.arguments)} /></span>
           <span role="gridcell" className="truncate"><SafeText value={returnText(call)} /></span>
           <span role="gridcell" className={failed ? 'font-semibold text-red-700 dark:text-red-400' : 'text-zinc-500'}>{failed ? 'failed' : call.status === undefined ? '' : 'ok'}</span>
@@ -223,7 +226,7 @@ export function CallsView({ source, listing, pid, onPid }: CallsViewProps): JSX.
       <p role="status" className="text-xs text-zinc-500" data-testid="calls-count">
         {loading ? 'Loading calls…' : `${total.toLocaleString('en-US')} of ${proc.calls.toLocaleString('en-US')} calls`}
         {proc.dropped > 0 && ` · ${proc.dropped.toLocaleString('en-US')} more were seen but not kept (over the per-process cap)`}
-        {listing.origin === 'report' && ' · from the report (this server does not page calls)'}
+        {listing.origin === 'report' && (listing.unpaged ? ' · from the report (this server does not page calls)' : ' · from the report')}
       </p>
       {paged?.error && <p role="alert" className="text-sm text-red-700 dark:text-red-400">Calls: <SafeText value={paged.error.message} /></p>}
       <div className="rounded border border-zinc-200 dark:border-zinc-800">

@@ -24,11 +24,12 @@ export function CapturedHttp({ rows }: { rows: Obj[] }): JSX.Element {
         {
           title: 'details', className: 'whitespace-nowrap',
           cell: (h) => (
+            // The name starts with the words shown (WCAG 2.5.3, label in name): "show headers and
+            // body of GET …", so a voice-control user says what they see.
             <button type="button" aria-expanded={open === h} aria-controls={open === h ? id : undefined}
-              aria-label={`Headers and body of ${textOf(str(h, 'method'), 20)} ${textOf(uriOf(h), 300)}`}
               onClick={() => setOpen((o) => (o === h ? null : h))}
               className="rounded px-1 text-sky-800 underline hover:bg-zinc-100 dark:text-sky-300 dark:hover:bg-zinc-800">
-              {open === h ? 'hide' : 'show'}
+              {open === h ? 'hide' : 'show'}<span className="sr-only"> headers and body of {textOf(str(h, 'method'), 20)} {textOf(uriOf(h), 300)}</span>
             </button>
           )
         }

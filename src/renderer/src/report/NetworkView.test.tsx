@@ -33,10 +33,12 @@ describe('the Network tab', () => {
     }]
     const { container } = render(<NetworkView report={{ network: { http } }} sources={sources} />)
     const table = screen.getByRole('table', { name: 'HTTP requests' })
-    const open = within(table).getByRole('button', { name: 'Headers and body of POST http://evil.example:8080/up' })
+    // Its name holds what it shows (label in name: axe's label-content-name-mismatch).
+    const open = within(table).getByRole('button', { name: 'show headers and body of POST http://evil.example:8080/up' })
     expect(open.getAttribute('aria-expanded')).toBe('false')
     await user.click(open)
     expect(open.getAttribute('aria-expanded')).toBe('true')
+    expect(open.textContent).toBe('hide headers and body of POST http://evil.example:8080/up')
     const details = screen.getByRole('region', { name: 'Captured request 1' })
     expect(within(details).getByText('POST /up HTTP/1.1')).toBeTruthy()
     expect(details.querySelector('pre')?.textContent).toBe('Host: evil.example:8080\nUser-Agent: curl/8.5\nX-Name: invoiceRLOgpj.exe\nContent-Length: 9')

@@ -2,7 +2,8 @@
 // - it came from Cuckoo's or Aviary's create/submit, which gives each member its own task with
 //   category `archive` and option `filename=<member path>` (Cuckoo keeps the archive as the target
 //   and its report says target.archive, target.filename and target.human; Aviary stores the member
-//   itself, so its report has the member as target.file and the path in info.options);
+//   itself, so its report has the member as target.file, and the path and the archive's name in
+//   info.options: filename=<member path>, archive=<archive name>);
 // - or its sample is an archive run with an archive package (zip, archive: the member named by
 //   option `file` or `filename`, else the first file), where static.archive lists the members.
 // Options come as Cuckoo's "k=v,k2=v2" string or, from newer Cuckoo servers, as an object.
@@ -47,6 +48,11 @@ function listing(report: unknown): { members: ArchiveMember[]; count: number } {
   return { members, count: Math.max(num(a, 'count') ?? 0, members.length) }
 }
 
+/** The archive a task's member came from (option archive=, Aviary's create/submit), '' when none is named. */
+export function taskArchiveName(task: { category?: unknown; options?: unknown }): string {
+  return task.category === 'archive' ? optionsOf(task.options).get('archive') ?? '' : ''
+}
+
 /** What a task (as tasks/view gives it) says it ran from an archive, before or without a report. */
 export function taskArchiveMember(task: { category?: unknown; options?: unknown }): string {
   if (task.category !== 'archive') return ''
@@ -65,7 +71,7 @@ export function reportArchiveOrigin(report: unknown): ArchiveOrigin | null {
   if (category !== 'archive' && !archivePackage && Object.keys(cuckooArchive).length === 0) return null
   const named = str(target, 'filename') || options.get('filename') || (archivePackage ? options.get('file') : undefined) || ''
   const first = members.find((m) => !m.directory && m.name !== '')?.name ?? ''
-  const archive = str(cuckooArchive, 'name') || (members.length > 0 ? str(obj(target, 'file'), 'name') : '')
+  const archive = str(cuckooArchive, 'name') || (category === 'archive' ? options.get('archive') ?? '' : '') || (members.length > 0 ? str(obj(target, 'file'), 'name') : '')
   return { member: named || first, chosen: named !== '' ? 'named' : 'first', archive, members, count }
 }
 

@@ -23,6 +23,8 @@ export interface ProcessCalls {
 export interface CallsListing {
   /** 'service': pages from the server; 'report': filtered in the page from report.json. */
   origin: 'service' | 'report'
+  /** From the report because the server has no pages of calls (404); absent offline, where there is no server. */
+  unpaged?: true
   processes: ProcessCalls[]
 }
 
@@ -125,7 +127,7 @@ export function serviceCallsSource(o: {
         (body): Promise<CallsListing> | CallsListing => ({ origin: 'service', processes: parseListing(body) }),
         async (err: unknown) => {
           if (!o.isNotFound(err)) throw err
-          return (await fromReport()).listing(signal)
+          return { ...(await (await fromReport()).listing(signal)), unpaged: true as const }
         })
       // A failed or cancelled listing is asked again next time.
       listing.catch(() => { listing = null })

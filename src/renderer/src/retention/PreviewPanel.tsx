@@ -1,8 +1,10 @@
 // A dry run on screen: every task the rule (or every enabled rule) would delete now, with its
 // target, status, score, age and size, the samples that would go with them, and the disk it would
-// free; then "Delete", which deletes, of these tasks, the ones that still match (the service
-// checks each again just before it goes), and what that run did.
-import type { JSX } from 'react'
+// free; then "Delete", which asks first and then deletes, of these tasks, the ones that still
+// match (the service checks each again just before it goes). Once it has run, the panel shows
+// what the run did instead of the dry run (whose tasks are gone), and says that tasks not finished
+// (pending, running, being processed) are left alone by every rule.
+import { useState, type JSX } from 'react'
 import { Link } from 'react-router'
 import { Bytes, SafeText } from '../components/text'
 import { ScoreBadge, StatusBadge } from '../components/status'
@@ -19,18 +21,38 @@ export interface PreviewPanelProps {
   preview: Preview
   running: boolean
   result: RunRecord | null
+  /** Tasks not finished now (pending, running, completed): no rule deletes them; null when unknown. */
+  unfinished?: number | null
   runError: string | null
   onRun(): void
   onClose(): void
 }
 
-export function PreviewPanel({ selection, preview, running, result, runError, onRun, onClose }: PreviewPanelProps): JSX.Element {
+export function PreviewPanel({ selection, preview, running, result, runError, unfinished = null, onRun, onClose }: PreviewPanelProps): JSX.Element {
   const p = preview
   const count = p.tasks.length
   // Older services send no recordings.
   const recordings = Array.isArray(p.recordings) ? p.recordings : []
   const recordingBytes = p.total.recording_bytes ?? 0
   const draft = selection.kind === 'draft'
+  const [confirming, setConfirming] = useState(false)
+  const unfinishedNote = unfinished !== null && unfinished > 0 && (
+    <p data-testid="retention-unfinished" className="text-sm text-zinc-700 dark:text-zinc-300">
+      {unfinished} {unfinished === 1 ? 'task is' : 'tasks are'} not finished (pending, running or being processed): no rule deletes {unfinished === 1 ? 'it' : 'them'} until {unfinished === 1 ? 'it is' : 'they are'} reported or failed.
+    </p>
+  )
+  if (result) {
+    return (
+      <section aria-labelledby="retention-preview-title" className="flex flex-col gap-2 rounded border border-zinc-300 p-3 dark:border-zinc-700">
+        <header className="flex flex-wrap items-baseline gap-3">
+          <h2 id="retention-preview-title" className="font-semibold">Run: <SafeText value={titleOf(selection)} /></h2>
+          <button type="button" onClick={onClose} aria-label="Close the run's record" className="ml-auto rounded px-2 hover:bg-zinc-100 dark:hover:bg-zinc-800">✕</button>
+        </header>
+        <RunResult run={result} />
+        {unfinishedNote}
+      </section>
+    )
+  }
   return (
     <section aria-labelledby="retention-preview-title" className="flex flex-col gap-2 rounded border border-zinc-300 p-3 dark:border-zinc-700">
       <header className="flex flex-wrap items-baseline gap-3">
@@ -80,18 +102,29 @@ export function PreviewPanel({ selection, preview, running, result, runError, on
           <ul className="font-mono text-xs">{p.samples.map((s) => <li key={s.id}>{s.sha256} (<Bytes value={s.bytes} />)</li>)}</ul>
         </details>
       )}
+      {unfinishedNote}
       {draft ? (
         <p className="text-sm text-zinc-700 dark:text-zinc-300">Save the rule to run it.</p>
-      ) : (count > 0 || recordings.length > 0) && !result && (
+      ) : (count > 0 || recordings.length > 0) && (confirming || running ? (
+        <div role="group" aria-labelledby="retention-confirm" className="flex flex-wrap items-center gap-2 rounded border border-red-300 bg-red-50 px-2 py-1 text-sm dark:border-red-800 dark:bg-red-950">
+          <span id="retention-confirm" className="text-red-900 dark:text-red-100">
+            {count > 0
+              ? <>Delete {count} {count === 1 ? 'task' : 'tasks'}, {count === 1 ? 'its analysis' : 'their analyses'}{p.samples.length > 0 ? ` and ${p.samples.length} stored ${p.samples.length === 1 ? 'sample' : 'samples'}` : ''}{recordings.length > 0 ? ', and the console recordings listed' : ''}? This cannot be undone.</>
+              : <>Delete the console recordings of {recordings.length} {recordings.length === 1 ? 'task' : 'tasks'}? This cannot be undone.</>}
+          </span>
+          <button type="button" disabled={running} onClick={onRun} className="rounded bg-red-700 px-3 py-1 font-medium text-white disabled:opacity-50">
+            {running ? 'Deleting…' : count > 0 ? `Yes, delete ${count === 1 ? 'it' : `all ${count}`}` : 'Yes, delete them'}
+          </button>
+          <button type="button" disabled={running} onClick={() => setConfirming(false)} className="rounded border border-zinc-400 px-3 py-1 disabled:opacity-50 dark:border-zinc-600">Cancel</button>
+        </div>
+      ) : (
         <div>
-          <button type="button" disabled={running} onClick={onRun}
-            className="rounded bg-red-700 px-3 py-1 font-medium text-white disabled:opacity-50">
-            {running ? 'Deleting…' : count > 0 ? `Delete these ${count} ${count === 1 ? 'task' : 'tasks'}${recordings.length > 0 ? ' and the recordings' : ''}` : `Delete the recordings of ${recordings.length} ${recordings.length === 1 ? 'task' : 'tasks'}`}
+          <button type="button" onClick={() => setConfirming(true)} className="rounded bg-red-700 px-3 py-1 font-medium text-white">
+            {count > 0 ? `Delete these ${count} ${count === 1 ? 'task' : 'tasks'}${recordings.length > 0 ? ' and the recordings' : ''}…` : `Delete the recordings of ${recordings.length} ${recordings.length === 1 ? 'task' : 'tasks'}…`}
           </button>
         </div>
-      )}
+      ))}
       {runError && <p role="alert" className="rounded border border-red-300 bg-red-50 px-2 py-1 text-sm text-red-900 dark:border-red-800 dark:bg-red-950 dark:text-red-100">The run failed: <SafeText value={runError} /></p>}
-      {result && <RunResult run={result} />}
     </section>
   )
 }

@@ -198,7 +198,7 @@ describe('Submit page on a host with routes', () => {
   it('offers the host\'s routes with their descriptions, defaults to its default, and sends the choice in the options', async () => {
     const user = userEvent.setup()
     renderPage()
-    const route = (await screen.findByLabelText('Network route')) as HTMLSelectElement
+    const route = (await screen.findByLabelText('Network route', {}, { timeout: 10_000 })) as HTMLSelectElement
     expect(route.value).toBe('none')
     expect([...route.options].map((o) => o.textContent)).toEqual([
       'none (default) — no network: only the result server and the agent',
@@ -233,7 +233,7 @@ describe('Submit page on a host with routes', () => {
     expect(await taskOptions(itemNamed('https://example.com/plain'))).toBe('route=internet,mitm=0')
   })
 
-  it('shows no route field for a remote Cuckoo, which has no /aviary/routes, and no error either', async () => {
+  it('shows no route field for a remote Cuckoo, asks it for no /aviary/routes or /events (no 404s), and no error either', async () => {
     const res = await fetch(`${routed.url}/aviary/connections`, {
       method: 'POST', headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'old cuckoo', url: `http://127.0.0.1:${(cuckoo.address() as AddressInfo).port}` })
@@ -243,9 +243,12 @@ describe('Submit page on a host with routes', () => {
     expect(connection.kind).toBe('analysis')
     useUi.getState().setConnection(connection.id)
     const { qc } = renderPage()
-    await waitFor(() => expect(screen.getByRole('option', { name: 'cuckoo1 (windows)' })).toBeTruthy())
-    await waitFor(() => expect(qc.getQueryState(keys.routes(connection.id))?.status).toBe('success'))
-    expect(asked).toContain('/aviary/routes')
+    await waitFor(() => expect(screen.getByRole('option', { name: 'cuckoo1 (windows)' })).toBeTruthy(), { timeout: 10_000 })
+    // Its /cuckoo/status names no aviary process: it is not asked for Aviary's routes or events.
+    await waitFor(() => expect(qc.getQueryState([...keys.all(connection.id), 'is-aviary'])?.data).toBe(false), { timeout: 10_000 })
+    expect(asked).toContain('/cuckoo/status')
+    expect(asked).not.toContain('/aviary/routes')
+    expect(asked).not.toContain('/events')
     expect(screen.queryByLabelText('Network route')).toBeNull()
     expect(screen.queryByLabelText('Decrypt HTTPS (mitm)')).toBeNull()
     expect(screen.queryByRole('alert')).toBeNull()

@@ -6,6 +6,7 @@ import { useQuery, type UseQueryResult } from '@tanstack/react-query'
 import type { RoutesAnswer } from '../../../shared/api/ui-schemas'
 import { fetchJson, HttpError, type ConnectionId } from '../api/http'
 import { keys } from '../api/live'
+import { useIsAviary } from '../api/server-kind'
 import { splitInvisible } from '../format'
 import { isRouteKind, routeKind } from '../../../shared/route-kinds'
 import type { SubmitOptions } from './options'
@@ -50,11 +51,16 @@ export async function fetchOffer(connection: ConnectionId, signal?: AbortSignal)
   }
 }
 
-/** The connection's offer; while loading, or when it cannot be read, there is none (the server's default applies). */
+/**
+ * The connection's offer; while loading, or when it cannot be read, there is none (the server's
+ * default applies). Asked only of an Aviary (a dispatcher or a Cuckoo server has no routes).
+ */
 export function useNetworkOffer(connection: ConnectionId): UseQueryResult<NetworkOffer | null> {
+  const aviary = useIsAviary(connection)
   return useQuery({
     queryKey: keys.routes(connection),
     queryFn: ({ signal }) => fetchOffer(connection, signal),
+    enabled: aviary === true,
     staleTime: 30_000,
     retry: false
   })

@@ -1,22 +1,25 @@
 // Filters of the task list: a search (any kind, or one kind picked next to the box: domain, IP,
-// URL, signature, hash, name, tag, machine, task id; the query language of shared/search-query.ts
+// URL, signature, hash, name, file, command line, mutex, registry key, tag, machine, task id; Cuckoo's
+// and CAPE's spellings of the kinds too; a kind no one knows is said under the box; the query language of shared/search-query.ts
 // typed as is works too), sent once typing pauses and only when the service could mean it; the
 // order (newest or oldest first, highest or lowest score first); one toggle chip per state and per
 // category (none pressed = all).
 import { useEffect, useState, type JSX } from 'react'
 import { TASK_STATUSES } from '../../../shared/api/schemas'
 import { TASK_CATEGORIES, type TaskSort } from '../../../shared/api/ui-schemas'
-import { checkSearch, formatSearch, SEARCH_KIND_HELP, SEARCH_KINDS, type SearchKind } from '../../../shared/search-query'
+import { checkSearch, formatSearch, KIND_ALIASES, SEARCH_KIND_HELP, SEARCH_KINDS, type SearchKind } from '../../../shared/search-query'
 import { useTasksView, type SearchIn } from './filter-store'
 import { useDebounced } from './use-debounced'
 
 const KIND_LABELS: Record<SearchKind, string> = {
-  domain: 'Domain', ip: 'IP address', url: 'URL', sig: 'Signature', alert: 'IDS alert', hash: 'Hash', name: 'Name', tag: 'Tag', machine: 'Machine', id: 'Task id'
+  domain: 'Domain', ip: 'IP address', url: 'URL', sig: 'Signature', alert: 'IDS alert', hash: 'Hash', name: 'Name', file: 'File', command: 'Command line',
+  mutex: 'Mutex', key: 'Registry key', tag: 'Tag', machine: 'Machine', id: 'Task id'
 }
 const PLACEHOLDERS: Record<SearchIn, string> = {
-  any: 'Search: domain, IP, URL, hash, signature, name, tag, machine, id, or kind:value',
+  any: 'Search: domain, IP, URL, hash, signature, alert, name, file, command, tag, machine, id, or kind:value',
   domain: 'evil.example (and its subdomains)', ip: '203.0.113.9 or 2001:db8::1', url: 'evil.example/gate.php', sig: 'antivm or antivm_generic_disk', alert: '2019401 or "ET TROJAN"',
-  hash: 'md5, sha1, sha256, or its first 6+ hex digits', name: 'part of a file name or URL', tag: 'win7', machine: 'cuckoo1', id: '42'
+  hash: 'md5, sha1, sha256, or its first 6+ hex digits', name: 'part of a file name or URL', file: '/tmp/update.bin or crontab.txt',
+  command: 'curl, or a whole command line', mutex: 'Global\\EvilMutex', key: 'HKEY_CURRENT_USER\\Software\\…\\Run', tag: 'win7', machine: 'cuckoo1', id: '42'
 }
 const SORTS: { value: `${TaskSort}:${'asc' | 'desc'}`; label: string }[] = [
   { value: 'id:desc', label: 'Newest first' },
@@ -31,6 +34,12 @@ export function composeQuery(kind: SearchIn, text: string): string {
   const t = text.trim()
   if (t === '' || kind === 'any' || t.toLowerCase().startsWith(`${kind}:`)) return t
   return formatSearch([{ kind, value: t }])
+}
+
+/** Cuckoo's and CAPE's spellings of a kind, as the help lists them. */
+function aliasesOf(kind: SearchKind): string {
+  const names = Object.entries(KIND_ALIASES).filter(([, k]) => k === kind).map(([a]) => `${a}:`)
+  return names.length === 0 ? '' : ` (also ${names.join(' ')})`
 }
 
 /** Why the service could not search this query, or null. */
@@ -96,7 +105,7 @@ export function TaskFilters({ searchUnsupported }: { searchUnsupported: boolean 
           <div className="absolute right-0 z-10 mt-1 w-[32rem] max-w-[90vw] rounded border border-zinc-200 bg-white p-3 shadow dark:border-zinc-700 dark:bg-zinc-900">
             <p>Plain text finds every kind it can be. <code>kind:value</code> finds one kind; terms separated by blanks must all match; quotes keep blanks in one term.</p>
             <dl className="mt-2 grid grid-cols-[auto_1fr] gap-x-3 gap-y-1">
-              {SEARCH_KINDS.map((k) => [<dt key={`${k}-t`}><code>{k}:</code></dt>, <dd key={`${k}-d`}>{SEARCH_KIND_HELP[k]}</dd>])}
+              {SEARCH_KINDS.map((k) => [<dt key={`${k}-t`}><code>{k}:</code></dt>, <dd key={`${k}-d`}>{SEARCH_KIND_HELP[k]}{aliasesOf(k)}</dd>])}
             </dl>
           </div>
         </details>

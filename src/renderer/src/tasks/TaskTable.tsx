@@ -11,12 +11,21 @@ import type { ConnectionId } from '../api/http'
 import { SafeText, When } from '../components/text'
 import { hasInvisible } from '../format'
 import { ScoreBadge, TaskStatusBadge } from '../components/status'
+import { startFailure } from '../report/start-failure'
+import { optionsOf } from '../report/archive'
+import { useNetworkOffer } from '../submit/network'
 import { fetchTaskPage, knownTotal, pageKey, PAGE_SIZE, targetName, type ListTask, type TaskFilter, type TaskPage } from './task-source'
 import { useTasksView } from './filter-store'
 import { sameRef, usePicked } from '../compare/refs'
 
 const ROW_HEIGHT = 32
-export const COLUMNS = 'grid grid-cols-[5rem_8.5rem_minmax(0,1fr)_4.5rem_8rem_5rem_4rem_7rem] gap-x-3 items-center px-2'
+// Each row is its own grid, so the columns are fixed widths; the Target column takes the rest and
+// never less than 8rem (at 1024 px it has about 140 px with a Route column, 220 px without). The
+// Route column is there only where a task can have a route (the connection offers routes, or a
+// task in view has one).
+const COLUMNS_ROUTED = 'grid grid-cols-[4rem_9rem_minmax(8rem,1fr)_3.75rem_6rem_4.5rem_3rem_5.5rem] gap-x-2 items-center px-2'
+const COLUMNS_UNROUTED = 'grid grid-cols-[4rem_9rem_minmax(8rem,1fr)_3.75rem_6rem_3rem_5.5rem] gap-x-2 items-center px-2'
+export const columnsFor = (routed: boolean): string => (routed ? COLUMNS_ROUTED : COLUMNS_UNROUTED)
 
 interface Props {
   connection: ConnectionId
@@ -91,6 +100,9 @@ export function TaskTable({ connection, filter, live, pollMs }: Props): JSX.Elem
   const taskAt = (index: number): ListTask | undefined => loaded.get(Math.floor(index / PAGE_SIZE))?.tasks[index % PAGE_SIZE]
   const error = results.find((r) => r.error)?.error
   const loading = results.some((r) => r.isPending)
+  const offer = useNetworkOffer(connection).data ?? null
+  const routed = offer !== null || [...loaded.values()].some((p) => p.tasks.some((t) => typeof t.route === 'string' && t.route !== ''))
+  const columns = columnsFor(routed)
 
   const clamp = (i: number) => Math.max(0, Math.min(total - 1, i))
   const select = (i: number) => {
@@ -132,8 +144,8 @@ export function TaskTable({ connection, filter, live, pollMs }: Props): JSX.Elem
 
   return (
     <div className="flex min-h-0 flex-1 flex-col rounded border border-zinc-200 dark:border-zinc-800">
-      <div role="presentation" className={`${COLUMNS} h-8 shrink-0 border-b border-zinc-200 bg-zinc-50 text-xs font-medium uppercase tracking-wide text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900`}>
-        <span>ID</span><span>Status</span><span>Target</span><span>Category</span><span>Machine</span><span>Route</span><span>Score</span><span>Added</span>
+      <div role="presentation" data-testid="task-header" className={`${columns} h-8 shrink-0 border-b border-zinc-200 bg-zinc-50 text-xs font-medium uppercase tracking-wide text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900 [&>span]:truncate`}>
+        <span>ID</span><span>Status</span><span>Target</span><span>Category</span><span>Machine</span>{routed && <span>Route</span>}<span>Score</span><span>Added</span>
       </div>
       {error ? <p role="alert" className="border-b border-red-200 bg-red-50 px-2 py-1 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-200">Cannot load tasks: {error.message}</p> : null}
       <div ref={scrollRef} tabIndex={0} role="grid" aria-label="Tasks" aria-rowcount={total} aria-busy={loading}
@@ -142,7 +154,7 @@ export function TaskTable({ connection, filter, live, pollMs }: Props): JSX.Elem
         {total === 0 && !loading && !error ? <p className="p-4 text-zinc-500">No tasks match.</p> : null}
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative', width: '100%' }}>
           {items.map((item) => (
-            <TaskRow key={item.index} index={item.index} start={item.start} task={taskAt(item.index)} selected={item.index === selected} now={now}
+            <TaskRow key={item.index} index={item.index} start={item.start} task={taskAt(item.index)} selected={item.index === selected} now={now} routed={routed}
               picked={picked.some((p) => sameRef(p, { connection, id: taskAt(item.index)?.id ?? -1 }))} onSelect={setSelected} onOpen={onOpen} onPick={onPick} />
           ))}
         </div>
@@ -153,6 +165,8 @@ export function TaskTable({ connection, filter, live, pollMs }: Props): JSX.Elem
 
 interface RowProps {
   index: number
+  /** Whether the Route column is shown. */
+  routed: boolean
   start: number
   task: ListTask | undefined
   selected: boolean
@@ -165,11 +179,12 @@ interface RowProps {
 }
 
 // Memoized: while scrolling, only rows entering the window render; the others keep their DOM.
-const TaskRow = memo(function TaskRow({ index, start, task, selected, now, picked, onSelect, onOpen, onPick }: RowProps): JSX.Element {
+const TaskRow = memo(function TaskRow({ index, start, task, selected, now, routed, picked, onSelect, onOpen, onPick }: RowProps): JSX.Element {
+  const notStarted = task ? startFailure(Array.isArray(task.errors) ? task.errors : []) : null
   return (
     <div id={`task-row-${index}`} role="row" aria-rowindex={index + 1} aria-selected={selected} data-task-id={task?.id} data-picked={picked || undefined}
       onClick={() => onSelect(index)} onDoubleClick={() => onOpen(index)}
-      className={`${COLUMNS} absolute left-0 top-0 w-full cursor-default border-b border-zinc-100 dark:border-zinc-900 ${selected ? 'bg-sky-100 dark:bg-sky-900/60' : 'hover:bg-zinc-50 dark:hover:bg-zinc-900'}`}
+      className={`${columnsFor(routed)} absolute left-0 top-0 w-full cursor-default border-b border-zinc-100 dark:border-zinc-900 ${selected ? 'bg-sky-100 dark:bg-sky-900/60' : 'hover:bg-zinc-50 dark:hover:bg-zinc-900'}`}
       style={{ height: ROW_HEIGHT, transform: `translateY(${start}px)` }}>
       {task ? (
         <>
@@ -179,19 +194,36 @@ const TaskRow = memo(function TaskRow({ index, start, task, selected, now, picke
             <Link to={`/tasks/${task.id}`} tabIndex={-1} className="text-sky-700 hover:underline dark:text-sky-400">{task.id}</Link>
           </span>
           <span role="gridcell"><TaskStatusBadge task={task} /></span>
-          <span role="gridcell" className="truncate font-mono text-xs"><SafeText value={targetName(task)} /></span>
+          <span role="gridcell" className="truncate font-mono text-xs"><TargetCell task={task} /></span>
           <span role="gridcell" className="text-zinc-600 dark:text-zinc-400">{task.category}</span>
           <span role="gridcell" className="truncate"><SafeText value={task.machine ?? ('name' in task.guest ? task.guest.name : '')} /></span>
-          {/* Set when the analysis starts; empty before, and on servers that route nothing. */}
-          <span role="gridcell" className="truncate text-xs text-zinc-600 dark:text-zinc-400" title={typeof task.route === 'string' && !hasInvisible(task.route) ? task.route : undefined}>
-            {typeof task.route === 'string' ? <SafeText value={task.route} /> : null}
-          </span>
-          <span role="gridcell"><ScoreBadge score={task.score} /></span>
+          {/* Set when the analysis starts; empty before. */}
+          {routed && (
+            <span role="gridcell" className="truncate text-xs text-zinc-600 dark:text-zinc-400" title={typeof task.route === 'string' && !hasInvisible(task.route) ? task.route : undefined}>
+              {typeof task.route === 'string' ? <SafeText value={task.route} /> : null}
+            </span>
+          )}
+          {/* A sample that never ran has nothing to score: its 0.0 would read as clean. */}
+          <span role="gridcell">{notStarted !== null
+            ? <span data-testid="score-not-started" className="text-zinc-500 dark:text-zinc-400" title={`No score: the sample did not start (${notStarted})`}>—</span>
+            : <ScoreBadge score={task.score} />}</span>
           <span role="gridcell" className="text-zinc-600 dark:text-zinc-400"><When value={task.added_on} now={now} /></span>
         </>
       ) : (
-        <span role="gridcell" className="col-span-8 text-zinc-400">…</span>
+        <span role="gridcell" className="col-span-full text-zinc-400">…</span>
       )}
     </div>
   )
 })
+
+/** The task's file name or URL; a member of a submitted archive after its archive's name (option archive=). */
+function TargetCell({ task }: { task: ListTask }): JSX.Element {
+  const archive = task.category === 'archive' ? optionsOf(task.options).get('archive') ?? '' : ''
+  const name = targetName(task)
+  if (archive === '') return <SafeText value={name} />
+  return (
+    <span data-testid="target-archive" title={hasInvisible(archive) || hasInvisible(name) ? undefined : `${name}, a member of ${archive}`}>
+      <span className="text-zinc-500 dark:text-zinc-400"><SafeText value={archive} /> › </span><SafeText value={name} />
+    </span>
+  )
+}

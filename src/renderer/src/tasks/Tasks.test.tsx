@@ -17,7 +17,9 @@ let h: Harness
 
 
 beforeAll(async () => {
-  h = await startHarness()
+  // A host that routes nothing (machines.json without a routing section).
+  h = await startHarness({ machines: { driver: 'kvm', resultserver: { ip: '192.168.122.1', port: 2042 },
+    machines: [{ name: 'win10', ip: '192.168.122.101', snapshot: 'clean', platform: 'windows' }] } })
   // Every 10th task is a file task with a sample of known hashes; the others are URL tasks.
   h.sql(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${TASKS})
     INSERT INTO samples (file_size, file_type, md5, crc32, sha1, sha256, sha512, ssdeep, added_on)
@@ -69,7 +71,7 @@ const rowIds = () => [...rows()].map((r) => Number(r.getAttribute('data-task-id'
 describe('Tasks page', () => {
   it('renders only a window of the thousands of rows, with the total as scroll height', async () => {
     renderPage()
-    await waitFor(() => expect(rows().length).toBeGreaterThan(0))
+    await waitFor(() => expect(rows().length).toBeGreaterThan(0), { timeout: 10_000 })
     const grid = screen.getByRole('grid', { name: 'Tasks' })
     // 640 px of 32 px rows plus overscan: a few dozen rows, never the whole list.
     expect(rows().length).toBeGreaterThan(15)
@@ -125,12 +127,42 @@ describe('Tasks page', () => {
     expect(screen.getByRole('grid').querySelector(`[data-task-id="${id}"]`)).not.toBeNull()
   })
 
+  it('has no Route column on a host that routes nothing, while no task has a route', async () => {
+    expect((await h.json<{ routed: boolean }>('/aviary/routes')).body.routed).toBe(false)
+    renderPage()
+    await waitFor(() => expect(rows().length).toBeGreaterThan(0))
+    const headers = [...screen.getByTestId('task-header').querySelectorAll('span')].map((e) => e.textContent)
+    expect(headers).toEqual(['ID', 'Status', 'Target', 'Category', 'Machine', 'Score', 'Added'])
+    expect(rows()[0]?.querySelectorAll('[role="gridcell"]')).toHaveLength(headers.length)
+    // The Target column takes the rest of the row and never less than 8rem.
+    expect(screen.getByTestId('task-header').className).toContain('minmax(8rem,1fr)')
+  })
+
+  it('marks a sample that did not start, and names the archive a member came from', async () => {
+    const notStarted = TASKS - 3
+    const member = TASKS - 4
+    h.sql(`UPDATE tasks SET status = 'reported', score = 0, errors = ? WHERE id = ?`,
+      JSON.stringify(['the sample did not start: Exec format error (ENOEXEC)']), notStarted)
+    h.sql(`UPDATE tasks SET category = 'archive', target = '/data/storage/uploads/y/inner1.sh', options = 'archive=two.zip,filename=d/inner1.sh' WHERE id = ?`, member)
+    renderPage()
+    await waitFor(() => expect(rows().length).toBeGreaterThan(0))
+    const row = (id: number) => screen.getByRole('grid').querySelector(`[data-task-id="${id}"]`) as HTMLElement
+    await waitFor(() => expect(row(notStarted).querySelector('[data-not-started]')).not.toBeNull())
+    expect(row(notStarted).querySelector('[data-not-started]')?.getAttribute('title')).toBe('The sample did not start: Exec format error (ENOEXEC)')
+    // No green 0.0 that reads as clean: the score says there is nothing to score.
+    expect(row(notStarted).querySelector('[data-level]')).toBeNull()
+    expect(within(row(notStarted)).getByTestId('score-not-started').getAttribute('title')).toContain('did not start')
+    expect(within(row(member)).getByTestId('target-archive').textContent).toBe('two.zip › inner1.sh')
+    // Another reported task keeps its score.
+    expect(row(TASKS - 5).querySelector('[data-not-started]')).toBeNull()
+  })
+
   it('shows each task\'s route in its own column, empty until the analysis chose one', async () => {
     h.sql("UPDATE tasks SET route = 'internet' WHERE id = ?", TASKS)
     h.sql("UPDATE tasks SET route = 'vpn\u202Ede' WHERE id = ?", TASKS - 1)
     renderPage()
     await waitFor(() => expect(rows().length).toBeGreaterThan(0))
-    const headers = [...document.querySelectorAll('[role="presentation"] > span')].map((e) => e.textContent)
+    const headers = [...screen.getByTestId('task-header').querySelectorAll('span')].map((e) => e.textContent)
     const column = headers.indexOf('Route')
     expect(column).toBeGreaterThan(-1)
     const routeOf = (id: number) => screen.getByRole('grid').querySelector(`[data-task-id="${id}"]`)?.querySelectorAll('[role="gridcell"]')[column]
