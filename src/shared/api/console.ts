@@ -34,6 +34,15 @@ export const ConsoleState = Type.Object({
 })
 export type ConsoleState = Static<typeof ConsoleState>
 
+/** GET /aviary/machines/<name>/console: a machine's console (a running task's, or prepare mode's). */
+export const MachineConsoleState = Type.Object({
+  available: Type.Boolean({ description: 'whether a client may connect now' }),
+  reason: Type.Union([Type.String(), Type.Null()], { description: 'why not, when not available' }),
+  task: Type.Union([Type.Integer(), Type.Null()], { description: 'the task whose run holds the machine; null in prepare mode' }),
+  interactive_taken: Type.Boolean({ description: 'a client has control: a new one would be view-only' }),
+  sessions: Type.Array(ConsoleSessionInfo)
+})
+
 export const ExtendBody = Type.Object({
   seconds: allowed(Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds to add to the analysis', examples: [60] }), 'a whole number of seconds from 1 to 3600')
 })

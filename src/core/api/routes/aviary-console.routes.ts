@@ -13,7 +13,7 @@ import type { WebSocket } from 'ws'
 import type { ApiContext } from '../context'
 import { ErrorBody } from '../../../shared/api/schemas'
 import { TaskIdParams } from '../../../shared/api/requests'
-import { CONSOLE_PROTOCOLS, ConsoleState, ExtendBody, RecordingList, RunEnd } from '../../../shared/api/console'
+import { CONSOLE_PROTOCOLS, ConsoleState, ExtendBody, MachineConsoleState, RecordingList, RunEnd } from '../../../shared/api/console'
 import { ApiError } from '../../errors'
 import { ErrorCodes } from '../../../shared/errors'
 import type { ConsoleEntry } from '../../console/console-hub'
@@ -62,7 +62,8 @@ export const aviaryConsoleRoutes = (ctx: ApiContext): FastifyPluginAsync => asyn
 
   app.get('/aviary/tasks/:id/console/ws', {
     websocket: true,
-    schema: { tags, summary: 'The console as a websocket carrying RFB (noVNC speaks it); 409 unless the task runs on a machine with a console', params: TaskIdParams, querystring: WsQuery },
+    // A websocket upgrade, which OpenAPI cannot describe: hidden there, written in docs/api.md.
+    schema: { hide: true, tags, summary: 'The console as a websocket carrying RFB (noVNC speaks it); 409 unless the task runs on a machine with a console', params: TaskIdParams, querystring: WsQuery },
     // preHandler: after validation, so the id is a number.
     preHandler: async (request) => {
       fromHere(request)
@@ -72,12 +73,13 @@ export const aviaryConsoleRoutes = (ctx: ApiContext): FastifyPluginAsync => asyn
   }, serve)
 
   app.get('/aviary/machines/:name/console', {
-    schema: { tags, summary: 'Whether a machine\'s console is open (a running task\'s, or prepare mode\'s) and why not', params: MachineParams }
+    schema: { tags, summary: 'Whether a machine\'s console is open (a running task\'s, or prepare mode\'s) and why not', params: MachineParams, response: { 200: MachineConsoleState, ...errors } }
   }, async (request) => consoles.machineState(request.params.name))
 
   app.get('/aviary/machines/:name/console/ws', {
     websocket: true,
-    schema: { tags, summary: 'A machine\'s console as a websocket carrying RFB; 409 unless the machine has one open', params: MachineParams, querystring: WsQuery },
+    // A websocket upgrade: hidden from OpenAPI, written in docs/api.md.
+    schema: { hide: true, tags, summary: 'A machine\'s console as a websocket carrying RFB; 409 unless the machine has one open', params: MachineParams, querystring: WsQuery },
     // preHandler: after validation, so the id is a number.
     preHandler: async (request) => {
       fromHere(request)
@@ -99,7 +101,7 @@ export const aviaryConsoleRoutes = (ctx: ApiContext): FastifyPluginAsync => asyn
   }, async (request) => consoles.recordings(request.params.id))
 
   app.get('/aviary/tasks/:id/console/recordings/:name', {
-    schema: { tags, summary: 'One recording (application/octet-stream; the format: src/shared/console-recording.ts)', params: RecordingParams }
+    schema: { tags, summary: 'One recording (application/octet-stream; the format: src/shared/console-recording.ts)', params: RecordingParams, response: { 200: Type.Unsafe({ type: 'string', format: 'binary' }), ...errors } }
   }, async (request, reply) => sendResult(request, reply, {
     kind: 'file', path: consoles.recordingPath(request.params.id, request.params.name), contentType: 'application/octet-stream',
     downloadName: `${request.params.id}-${request.params.name}`
