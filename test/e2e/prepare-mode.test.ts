@@ -76,49 +76,49 @@ describe('prepare mode on a real QEMU guest: keep makes the change the snapshot,
 
   it('keeps a file made in the guest, and discards one made after', async () => {
     const m = job.result!.machines[0]!
-    expect(m.label).toBe('avpr-pm-1')
+    expect(m).toMatchObject({ name: 'pm', label: 'avpr-pm' })
     expect(await snapshots(m.label)).toEqual(['clean'])
 
     // prepare: reverted to the snapshot and running, locked, and the command says how to reach it.
-    const p1 = await machines(['prepare', 'pm-1'])
+    const p1 = await machines(['prepare', m.name])
     expect(p1.stderr).toBe('')
     expect(p1.stdout).toContain(`its agent: http://${m.ip}:8000`)
     expect(await lab.lv.domState(m.label)).toBe('running')
     const { body: preparing } = await h!.json<{ preparing: { machine: string }[] }>('/aviary/machines/preparing')
-    expect(preparing.preparing.map((s) => s.machine)).toEqual(['pm-1'])
+    expect(preparing.preparing.map((s) => s.machine)).toEqual(['pm'])
     expect(await inGuest(m.ip, show(MARK1))).toContain(`${MARK1}: none`)
     await store(m.ip, MARK1, 'made in prepare mode, then kept')
 
     // keep: the running machine becomes 'clean' (no spare snapshot left behind), powered off.
-    const k = await machines(['prepare', 'pm-1', '--keep'])
+    const k = await machines(['prepare', m.name, '--keep'])
     expect(k.stderr).toBe('')
-    expect(k.stdout).toMatch(/^kept: pm-1's snapshot is now the machine as you left it/)
+    expect(k.stdout).toMatch(/^kept: pm's snapshot is now the machine as you left it/)
     expect(await snapshots(m.label)).toEqual(['clean'])
     expect(await lab.lv.domState(m.label)).toBe('shut off')
 
     // prepare again: back to the kept snapshot, where the file is.
-    expect((await machines(['prepare', 'pm-1'])).code).toBe(0)
+    expect((await machines(['prepare', m.name])).code).toBe(0)
     expect(await inGuest(m.ip, show(MARK1))).toContain(`${MARK1}: made in prepare mode, then kept`)
     await store(m.ip, MARK2, 'made in prepare mode, then discarded')
     expect(await inGuest(m.ip, show(MARK2))).toContain(`${MARK2}: made in prepare mode, then discarded`)
 
     // discard: back to the snapshot, powered off, the snapshot unchanged.
-    const d = await machines(['prepare', 'pm-1', '--discard'])
+    const d = await machines(['prepare', m.name, '--discard'])
     expect(d.stderr).toBe('')
-    expect(d.stdout).toMatch(/^discarded: pm-1 is back to its snapshot/)
+    expect(d.stdout).toMatch(/^discarded: pm is back to its snapshot/)
     expect(await lab.lv.domState(m.label)).toBe('shut off')
     expect(await snapshots(m.label)).toEqual(['clean'])
 
     // prepare once more: the kept file is there, the discarded one is not.
-    expect((await machines(['prepare', 'pm-1'])).code).toBe(0)
+    expect((await machines(['prepare', m.name])).code).toBe(0)
     const seen = await inGuest(m.ip, `${show(MARK1)}; ${show(MARK2)}`)
     expect(seen).toContain(`${MARK1}: made in prepare mode, then kept`)
     expect(seen).toContain(`${MARK2}: none`)
-    expect((await machines(['prepare', 'pm-1', '--discard'])).code).toBe(0)
+    expect((await machines(['prepare', m.name, '--discard'])).code).toBe(0)
     expect(await lab.lv.domState(m.label)).toBe('shut off')
     // Released: the service holds no machine in prepare mode, nor a marker in the machine's folder.
     const { body: after } = await h!.json<{ preparing: unknown[] }>('/aviary/machines/preparing')
     expect(after.preparing).toEqual([])
-    expect(existsSync(path.join(layout().machineDir('pm-1'), 'preparing.json'))).toBe(false)
+    expect(existsSync(path.join(layout().machineDir('pm'), 'preparing.json'))).toBe(false)
   }, 1_800_000)
 })
