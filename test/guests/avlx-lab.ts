@@ -10,7 +10,8 @@
 //   listener  TCP 7216 and UDP 7217 on every host address, v4 and v6 (host-listener.mjs)
 //   rooter    `aviary rooter` for 10.216.0.0/24 on a socket of the lab's: the only firewall
 // Every name is avlx*, so nothing of other tests (avkvm*, avrl*) or of a real install (aviary*)
-// is touched. Images and the package cache live in out/linux-guest/ and outlast the runs.
+// is touched. A test that must run beside linux-machines.test.ts gives the lab a network of its
+// own (`{ network, subnet }`): its domains, bridge and upstream names then start with that name. Images and the package cache live in out/linux-guest/ and outlast the runs.
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -18,7 +19,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { ensureLibvirtd } from '../fixtures/libvirtd'
 import { Libvirt } from '../../src/core/builder/libvirt-host'
-import { ensureGuestNetwork, guestNetwork, qemuAccessSteps } from '../../src/core/builder/setup'
+import { ensureGuestNetwork, guestNetwork, qemuAccessSteps, type GuestNetwork } from '../../src/core/builder/setup'
 
 const run = promisify(execFile)
 const ROOT = path.resolve('.')
@@ -26,12 +27,13 @@ export const URI = 'qemu:///system'
 export const NETWORK = guestNetwork('avlx', '10.216.0.0/24')
 export const UPSTREAM_IP = '198.51.100.7'
 export const LISTEN_PORT = 7216
-const NS = 'avlxup'
 /** Where the built images and the package cache stay between runs (like out/test-guest/). */
 export const PERSISTENT = path.join(ROOT, 'out/linux-guest')
 
 export interface AvlxLab {
   lv: Libvirt
+  /** The lab's libvirt network (NETWORK unless another was asked for). */
+  network: GuestNetwork
   /** A data folder of the test's own, its images/ and cache/ the persistent ones. */
   dataDir: string
   dir: string
@@ -43,14 +45,21 @@ export interface AvlxLab {
   close(): Promise<void>
 }
 
-async function removeOurDomains(lv: Libvirt): Promise<void> {
-  for (const d of (await lv.domainNames()).filter((n) => n.startsWith('avlx-'))) await lv.remove(d)
+async function removeOurDomains(lv: Libvirt, network: string): Promise<void> {
+  for (const d of (await lv.domainNames()).filter((n) => n.startsWith(`${network}-`))) await lv.remove(d)
 }
 
-export async function createAvlxLab(): Promise<AvlxLab> {
+/**
+ * The lab on NETWORK (avlx, 10.216.0.0/24), or on a network of another name and subnet, so two
+ * tests can run at once. startUpstream is for the default lab (its transit link is 10.217.0.0/30).
+ */
+export async function createAvlxLab(o: { network?: string; subnet?: string } = {}): Promise<AvlxLab> {
+  const net = o.network === undefined ? NETWORK : guestNetwork(o.network, o.subnet ?? NETWORK.cidr)
+  const NS = `${net.name}up`
+  const UPLINK = `${net.name}u0`
   await ensureLibvirtd(URI)
   const lv = new Libvirt(URI)
-  await removeOurDomains(lv)
+  await removeOurDomains(lv, net.name)
   // libvirt turns IPv4 forwarding on for the whole host when it starts a network that forwards
   // (<forward mode='open'/> as NAT's), and new network namespaces inherit it: other tests (the
   // doctor's) expect the host as it was. It is put back at once; the lab forwards on its own two
@@ -59,7 +68,7 @@ export async function createAvlxLab(): Promise<AvlxLab> {
   const restoreForwarding = async (): Promise<void> => {
     if (readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim() !== forwarding) await run('sysctl', ['-qw', `net.ipv4.ip_forward=${forwarding}`])
   }
-  await ensureGuestNetwork(lv, NETWORK)
+  await ensureGuestNetwork(lv, net)
   await restoreForwarding()
   const dir = mkdtempSync(path.join(tmpdir(), 'aviary-avlx-'))
   const dataDir = path.join(dir, 'data')
@@ -90,8 +99,8 @@ export async function createAvlxLab(): Promise<AvlxLab> {
       try { process.kill(Number(pid), 'SIGKILL') } catch { /* gone */ }
     }
     await run('ip', ['netns', 'del', NS]).catch(() => undefined)
-    await run('ip', ['route', 'del', `${UPSTREAM_IP}/32`]).catch(() => undefined)
-    await run('ip', ['link', 'del', 'avlxu0']).catch(() => undefined)
+    await run('ip', ['route', 'del', `${UPSTREAM_IP}/32`, 'dev', UPLINK]).catch(() => undefined)
+    await run('ip', ['link', 'del', UPLINK]).catch(() => undefined)
   }
   await removeUpstream()
   const seen = (which: 'upstream' | 'host'): ReturnType<AvlxLab['seen']> => {
@@ -99,26 +108,26 @@ export async function createAvlxLab(): Promise<AvlxLab> {
     return existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as ReturnType<AvlxLab['seen']>[number]) : []
   }
   return {
-    lv, dataDir, dir, seen, rooterSocket,
+    lv, network: net, dataDir, dir, seen, rooterSocket,
     startUpstream: async () => {
       const ip = (...a: string[]): Promise<unknown> => run('ip', a)
       await ip('netns', 'add', NS)
-      await ip('link', 'add', 'avlxu0', 'type', 'veth', 'peer', 'name', 'up1', 'netns', NS)
-      await ip('addr', 'add', '10.217.0.1/30', 'dev', 'avlxu0')
-      await ip('link', 'set', 'avlxu0', 'up')
+      await ip('link', 'add', UPLINK, 'type', 'veth', 'peer', 'name', 'up1', 'netns', NS)
+      await ip('addr', 'add', '10.217.0.1/30', 'dev', UPLINK)
+      await ip('link', 'set', UPLINK, 'up')
       await ip('-n', NS, 'addr', 'add', '10.217.0.2/30', 'dev', 'up1')
       await ip('-n', NS, 'link', 'set', 'up1', 'up')
       await ip('-n', NS, 'link', 'set', 'lo', 'up')
       await ip('-n', NS, 'addr', 'add', `${UPSTREAM_IP}/32`, 'dev', 'lo')
       await ip('-n', NS, 'route', 'add', 'default', 'via', '10.217.0.1')
-      await ip('route', 'add', `${UPSTREAM_IP}/32`, 'via', '10.217.0.2', 'dev', 'avlxu0')
-      await run('sysctl', ['-qw', `net.ipv4.conf.${NETWORK.bridge}.forwarding=1`, 'net.ipv4.conf.avlxu0.forwarding=1'])
+      await ip('route', 'add', `${UPSTREAM_IP}/32`, 'via', '10.217.0.2', 'dev', UPLINK)
+      await run('sysctl', ['-qw', `net.ipv4.conf.${net.bridge}.forwarding=1`, `net.ipv4.conf.${UPLINK}.forwarding=1`])
       await bg(['ip', 'netns', 'exec', NS, process.execPath, 'test/guests/lab-servers.mjs', '--ip', UPSTREAM_IP, '--name', 'upstream', '--log', path.join(dir, 'upstream.log'), '--dns'], 'ready', 'the upstream')
     },
     startListener: async () => {
       await bg([process.execPath, 'test/guests/host-listener.mjs', '--log', path.join(dir, 'host.log'), '--port', String(LISTEN_PORT)], 'ready', 'the host listener')
     },
-    startRooter: () => bg([process.execPath, 'bin/aviary.js', 'rooter', '--guest-network', NETWORK.cidr, '--socket', rooterSocket], 'listening on', 'the rooter'),
+    startRooter: () => bg([process.execPath, 'bin/aviary.js', 'rooter', '--guest-network', net.cidr, '--socket', rooterSocket], 'listening on', 'the rooter'),
     close: async () => {
       for (const c of children) {
         try { process.kill(-c.pid!, 'SIGTERM') } catch { /* gone */ }
@@ -126,10 +135,10 @@ export async function createAvlxLab(): Promise<AvlxLab> {
       await new Promise((r) => setTimeout(r, 500))
       // The rooter leaves its table when it stops (guests stay contained); this lab takes it away.
       await run(process.execPath, ['bin/aviary.js', 'rooter', 'remove', '--socket', rooterSocket], { cwd: ROOT }).catch(() => undefined)
-      await removeOurDomains(lv).catch(() => undefined)
+      await removeOurDomains(lv, net.name).catch(() => undefined)
       await removeUpstream()
-      await lv.run(['net-destroy', NETWORK.name], 'stopping avlx').catch(() => undefined)
-      await lv.run(['net-undefine', NETWORK.name], 'removing avlx').catch(() => undefined)
+      await lv.run(['net-destroy', net.name], `stopping ${net.name}`).catch(() => undefined)
+      await lv.run(['net-undefine', net.name], `removing ${net.name}`).catch(() => undefined)
       await restoreForwarding()
       rmSync(dir, { recursive: true, force: true })
     }

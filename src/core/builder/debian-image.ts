@@ -236,8 +236,67 @@ export async function ensureImage(spec: DebianImageSpec, dirs: ImageDirs, o: { r
   const { key, tools } = await imageKey(spec)
   const found = builtImage(dirs.images, key)
   if (found && !o.rebuild && !o.refresh) return { ...found, cached: true }
-  const started = Date.now()
   for (const d of [dirs.images, path.join(dirs.cache, 'archives'), path.join(dirs.cache, 'lists')]) mkdirSync(d, { recursive: true })
+  return withImagesLock(dirs.images, o, async () => {
+    // Another process may have built it while this one waited.
+    const now = builtImage(dirs.images, key)
+    if (now && !o.rebuild && !o.refresh) return { ...now, cached: true }
+    return buildImage(spec, dirs, key, tools, o)
+  })
+}
+
+/**
+ * One image build per images folder at a time, across processes (a service and a CLI on the same
+ * data folder, two test files sharing a cache): the second would replace the first's folder under
+ * machines whose disks are built on it, and both would write the package cache at once. The lock
+ * is a file holding the builder's pid; a lock whose process is gone is taken over.
+ */
+export async function withImagesLock<T>(images: string, o: BuildHooks, fn: () => Promise<T>): Promise<T> {
+  const lock = path.join(images, '.lock')
+  let told = false
+  for (;;) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' })
+      break
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    }
+    const holder = Number.parseInt(readFileSafe(lock), 10)
+    if (!Number.isSafeInteger(holder) || holder <= 0 || !processAlive(holder)) {
+      rmSync(lock, { force: true })
+      continue
+    }
+    if (!told) o.note?.(`waiting for another build in ${images} (process ${holder}) to end`)
+    told = true
+    if (o.signal?.aborted) throw new Error('the build was stopped while it waited for another build')
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+  }
+  try {
+    return await fn()
+  } finally {
+    rmSync(lock, { force: true })
+  }
+}
+
+function readFileSafe(file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+async function buildImage(spec: DebianImageSpec, dirs: ImageDirs, key: string, tools: ImageManifest['tools'], o: { refresh?: boolean } & BuildHooks): Promise<ImageFiles & { cached: boolean }> {
+  const started = Date.now()
   const offline = !o.refresh && existsSync(path.join(dirs.cache, 'lists')) &&
     readdirNames(path.join(dirs.cache, 'lists')).some((n) => n.endsWith('_Packages'))
   o.note?.(offline ? 'using the cached package lists (offline-capable; --refresh fetches new ones)' : 'fetching the package lists')
