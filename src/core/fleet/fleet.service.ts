@@ -213,7 +213,7 @@ export class FleetService implements Fleet {
     this.consoles.delete(name)
   }
 
-  /** How to reach a machine being prepared until the live console shows its screen. */
+  /** How to reach a machine being prepared besides its live console (the fallback the panel keeps). */
   private async reach(row: MachineRow): Promise<string[]> {
     const uri = this.d.kvmUri()
     const lv = new Libvirt(uri)
