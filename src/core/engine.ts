@@ -93,9 +93,19 @@ export class Engine {
       machineDir: (name) => o.layout.machineDir(name),
       driver: (kind) => this.drivers!.get(kind),
       running: () => this.running !== null,
-      released: () => this.running?.scheduler.kick()
+      released: () => this.running?.scheduler.kick(),
+      // Prepare mode's console: not recorded (no task owns it, and nothing is analysed).
+      openConsole: (machine, endpoint) => this.consoles.register({ task: null, machine, endpoint, recordDir: null, recordCap: 0 })
     })
   }
+
+  /** The live consoles: the API's (shared with it) or, without one, the engine's own. */
+  private get consoles(): ConsoleHub {
+    this.ownConsoles ??= this.o.consoles ?? new ConsoleHub()
+    return this.ownConsoles
+  }
+
+  private ownConsoles: ConsoleHub | undefined
 
   /** Loads machines.json (a bad one throws: the service does not start on a fleet it cannot read). */
   start(): void {
@@ -132,7 +142,7 @@ export class Engine {
       resultServer, settings, analyzerDir: o.analyzerDir ?? defaultAnalyzerDir(), routesReady,
       driver: (kind) => this.drivers!.get(kind),
       log: o.log,
-      consoles: o.consoles ?? new ConsoleHub(),
+      consoles: this.consoles,
       runControls: o.runControls ?? new RunControls(),
       consoleRecordCap: o.consoleRecordCap ?? DEFAULT_RECORD_CAP
     }, () => scheduler?.kick())
@@ -209,6 +219,7 @@ export class Engine {
     unwatchFile(this.o.layout.machinesConfig, this.onConfigChange)
     r.scheduler.stop()
     await this.fleet.idle()
+    this.fleet.closeConsoles('the service is stopping')
     await r.runner.stop()
     await r.processor.stop()
     await r.backfill.stop()

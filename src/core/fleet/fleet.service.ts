@@ -5,7 +5,7 @@
 // is woken when the lock is released.
 import type { MachineRow, MachinesRepository } from '../db/machines.repository'
 import type { MachineLocks } from '../db/machine-locks'
-import { MachineError, type DriverMachine, type Finding, type MachineDriver } from '../machinery/driver'
+import { MachineError, type DriverMachine, type Finding, type MachineDriver, type VncEndpoint } from '../machinery/driver'
 import { createLayout } from '../storage/layout'
 import type { DriverKind } from '../../shared/api/drivers'
 import { decodeFrame, JPEG_QUALITY, loadSharp } from '../capture/screenshots'
@@ -58,6 +58,11 @@ export interface FleetDeps {
   kvmUri(): string
   /** A machine's folder (the marker of prepare mode is kept there, so a restart keeps it locked). */
   machineDir(name: string): string
+  /**
+   * Opens a machine's live console while it is prepared (the engine registers it with the console
+   * hub: injected, so this folder does not import the console's); absent: no console.
+   */
+  openConsole?(machine: string, endpoint: () => Promise<VncEndpoint>): { close(reason: string): void }
 }
 
 const PREPARING = 'preparing.json'
@@ -68,6 +73,8 @@ export class FleetService implements Fleet {
   private readonly inFlight = new Set<Promise<unknown>>()
   private readonly doctorCache = new Map<boolean, { at: number; report: Promise<DoctorReport> }>()
   private readonly prepared = new Map<string, PrepareState>()
+  /** The live consoles of the machines being prepared. */
+  private readonly consoles = new Map<string, { close(reason: string): void }>()
 
   constructor(private readonly d: FleetDeps) {}
 
@@ -131,6 +138,7 @@ export class FleetService implements Fleet {
       this.prepared.set(name, state)
       mkdirSync(this.d.machineDir(name), { recursive: true })
       writeFileSync(path.join(this.d.machineDir(name), PREPARING), JSON.stringify(state) + '\n')
+      this.openConsole(row)
       return state
     } catch (err) {
       this.d.machines.unlock(row.id)
@@ -162,6 +170,7 @@ export class FleetService implements Fleet {
       throw err instanceof MachineError ? conflict(`${how} of ${row.name} failed: ${err.message}`) : err
     })
     this.prepared.delete(name)
+    this.closeConsole(name, how === 'keep' ? 'prepare mode ended: the changes were kept' : 'prepare mode ended: the changes were discarded')
     rmSync(path.join(this.d.machineDir(name), PREPARING), { force: true })
     this.d.machines.setStatus(row.id, 'poweroff')
     this.d.machines.unlock(row.id)
@@ -176,14 +185,35 @@ export class FleetService implements Fleet {
       if (!existsSync(file)) continue
       try {
         const state = JSON.parse(readFileSync(file, 'utf8')) as PrepareState
-        if (this.d.locks.tryLock(row.id)) this.prepared.set(row.name, { ...state, machine: row.name })
+        if (this.d.locks.tryLock(row.id)) {
+          this.prepared.set(row.name, { ...state, machine: row.name })
+          this.openConsole(row)
+        }
       } catch {
         rmSync(file, { force: true })
       }
     }
   }
 
-  /** How to reach a machine being prepared until the live console shows its screen. */
+  /** Closes the consoles of the machines being prepared (the service stops; the marker stays). */
+  closeConsoles(reason: string): void {
+    for (const name of [...this.consoles.keys()]) this.closeConsole(name, reason)
+  }
+
+  /** The machine's screen in the UI: its driver's VNC endpoint, asked by each new session. */
+  private openConsole(row: MachineRow): void {
+    if (!this.d.openConsole) return
+    this.consoles.get(row.name)?.close('prepare mode started again')
+    const dm = driverMachine(row)
+    this.consoles.set(row.name, this.d.openConsole(row.name, () => this.d.driver(row.driver).consoleEndpoint(dm)))
+  }
+
+  private closeConsole(name: string, reason: string): void {
+    this.consoles.get(name)?.close(reason)
+    this.consoles.delete(name)
+  }
+
+  /** How to reach a machine being prepared besides its live console (the fallback the panel keeps). */
   private async reach(row: MachineRow): Promise<string[]> {
     const uri = this.d.kvmUri()
     const lv = new Libvirt(uri)

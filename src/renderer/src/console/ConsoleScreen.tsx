@@ -98,8 +98,9 @@ export function ConsoleScreen({ base, source, view = false, attempt = 0, onPhase
     // `source` is keyed by `key`: a new object for the same console does not reconnect.
   }, [base, key, view, attempt])
 
+  // role=application: a remote screen takes the keys itself (an aria-label on a bare div is not allowed).
   return (
-    <div ref={target} data-testid="console-screen" data-role={role ?? ''} data-closed={closed ?? undefined} aria-label="The guest's screen"
+    <div ref={target} data-testid="console-screen" data-role={role ?? ''} data-closed={closed ?? undefined} role="application" aria-label="The guest's screen"
       className={`relative overflow-hidden bg-zinc-900 ${className ?? ''}`} />
   )
 }

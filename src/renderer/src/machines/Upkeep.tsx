@@ -1,11 +1,13 @@
 // Keeping a local machine and the fleet: Delete and Rebuild (each asked again before it is done),
 // prepare mode (the machine started for the user to change, then Keep or Discard; how to reach it
-// meanwhile is said, until the live console shows its screen), and the leftovers a crash left.
+// meanwhile: its live console with keyboard and mouse, and in words as a fallback), and the
+// leftovers a crash left.
 import { useState, type JSX } from 'react'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { keys } from '../api/live'
 import { SafeText } from '../components/text'
 import { ErrorNote } from '../dashboard/ErrorNote'
+import { PrepareConsole } from './PrepareConsole'
 import {
   deleteMachine, endPrepare, loadLeftovers, loadPreparing, prepareMachine, rebuildMachine, removeLeftovers, sizeText, type Machine
 } from './api'
@@ -80,10 +82,11 @@ export function MachineUpkeep({ machine, built, onBuild, onDeleted }: {
       </div>
       {mine && (
         <div data-testid="prepare-reach" className="rounded bg-amber-50 p-2 text-sm text-amber-950 dark:bg-amber-950 dark:text-amber-100">
-          <p>In prepare mode since {new Date(mine.since).toLocaleTimeString()}: no task is given this machine. Change the guest, then keep or discard. Reach it:</p>
+          <p>In prepare mode since {new Date(mine.since).toLocaleTimeString()}: no task is given this machine. Change the guest on its screen below, then keep or discard. Other ways to reach it:</p>
           <ul className="ml-5 list-disc font-mono text-xs">{mine.reach.map((r) => <li key={r}><SafeText value={r} /></li>)}</ul>
         </div>
       )}
+      {mine && <PrepareConsole machine={machine.name} />}
       {ask && (
         <div role="alertdialog" aria-label={`Confirm ${ask}`} className="flex flex-wrap items-center gap-2 rounded border border-red-300 p-2 text-sm dark:border-red-800">
           <span><SafeText value={QUESTIONS[ask](machine.name)} /></span>
