@@ -3,8 +3,9 @@
 // uses (out/linux-guest/, so a second build is warm), driven by the real service through the
 // command a user types. A file written in the guest through its agent survives keep (the next
 // prepare reverts to the kept snapshot and finds it); a second file is gone after discard, the first
-// still there. The lab has a network of its own (avpr, 10.218.0.0/24; linux-machines has avlx on
-// 10.216.0.0/24 and its upstream link on 10.217.0.0/30), so the two tests may run at once.
+// still there. The lab has a network of its own (avpr, 10.219.0.0/24; linux-machines has avlx on
+// 10.216.0.0/24 and its upstream link on 10.217.0.0/30, bench/machines avlxb on 10.218.0.0/24), so
+// they may run at once.
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
@@ -60,7 +61,7 @@ describe('prepare mode on a real QEMU guest: keep makes the change the snapshot,
     (await lab.lv.run(['snapshot-list', label, '--name'], 'snapshots')).split('\n').map((l) => l.trim()).filter(Boolean)
 
   beforeAll(async () => {
-    lab = await createAvlxLab({ network: 'avpr', subnet: '10.218.0.0/24' })
+    lab = await createAvlxLab({ network: 'avpr', subnet: '10.219.0.0/24' })
     builds = new MachineBuilds(() => ({ layout: layout(), agentFile: AGENT, uri: URI }))
     job = await builds.wait(builds.startLinux({ name: 'pm', count: 1, network: lab.network.name }).id)
     if (job.state !== 'succeeded') throw new Error(`the build failed: ${job.error?.message}`)
