@@ -198,7 +198,7 @@ describe('TaskSearch', () => {
   })
 
   it('says a kind it does not know, and takes URLs, IPv6 addresses, drive letters and ports as text', () => {
-    expect(() => find('signatur:antivm')).toThrow(/^'signatur:' is not a search kind \(kinds: domain, ip, url, sig, hash, name, file, command, mutex, key, tag, machine, id\)$/)
+    expect(() => find('signatur:antivm')).toThrow(/^'signatur:' is not a search kind \(kinds: domain, ip, url, sig, alert, hash, name, file, command, mutex, key, tag, machine, id\)$/)
     expect(() => find('evil.com foo:bar')).toThrow(SearchSyntaxError)
     for (const q of ['http://a.example/', 'fe80::1', 'dead:beef::1', 'C:\\x', 'localhost:8080']) expect(() => find(q), q).not.toThrow()
   })

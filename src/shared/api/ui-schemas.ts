@@ -65,7 +65,7 @@ export const TaskSearchQuery = Type.Object({
       'file (or its first 6+ hex digits), part of the file name or URL, a domain (or a parent domain), an IP, a URL, a signature name, a tag or ' +
       'a machine; kind:value matches one kind (domain:, ip:, url:, sig:, hash:, name:, tag:, machine:, id:); "quotes" keep blanks in a term',
     examples: ['domain:evil.com', 'ip:203.0.113.9 sig:antivm', 'invoice.pdf']
-  }), 'text of at most 1024 characters: up to 8 terms, plain or kind:value (domain, ip, url, sig, hash, name, tag, machine, id)')),
+  }), 'text of at most 1024 characters: up to 8 terms, plain or kind:value (domain, ip, url, sig, alert, hash, name, file, command, mutex, key, tag, machine, id)')),
   sort: Type.Optional(allowed(Type.String({ enum: [...TASK_SORTS], default: 'id', description: 'id, time added, or score (tasks without a score sort lowest)' }),
     TASK_SORTS.join(', '))),
   offset: Type.Optional(allowed(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'matching tasks to skip' }), 'a whole number from 0')),
