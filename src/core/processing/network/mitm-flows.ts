@@ -61,6 +61,25 @@ const MAX_LINE = 4 * 1024 * 1024
 const PREVIEW = 4096
 
 type Json = Record<string, unknown>
+
+/**
+ * The records of a flows.jsonl (what Aviary's mitmdump addon writes, one JSON object a line), in
+ * order; a line over MAX_LINE, or one that is not a JSON object, is skipped. The addon runs beside
+ * the guest's traffic, so nothing here trusts the file. Read by the network module (https_ex) and
+ * by the IDS step (the decrypted exchanges as a pcap).
+ */
+export async function * flowRecords(file: string): AsyncGenerator<Json> {
+  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity })
+  for await (const line of lines) {
+    if (line.length > MAX_LINE) continue
+    try {
+      const v: unknown = JSON.parse(line)
+      if (v !== null && typeof v === 'object' && !Array.isArray(v)) yield v as Json
+    } catch {
+      // not JSON: skipped
+    }
+  }
+}
 const str = (v: unknown): string => (typeof v === 'string' ? v : '')
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null)
 const peer = (v: unknown): [string | null, number | null] => (Array.isArray(v) ? [typeof v[0] === 'string' ? v[0] : null, num(v[1])] : [null, null])
@@ -91,21 +110,12 @@ export async function readMitmFlows(dir: string): Promise<MitmFlows> {
     }
     return { ref, preview: toPrintable(data.subarray(0, PREVIEW)) }
   }
-  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity })
   let flows = 0
   // The same failure seen again (mitmproxy tries the upstream once for the handshake and again
   // for the request; a sample retries) is one line with its count.
   const failed = new Map<string, number>()
-  for await (const line of lines) {
-    if (line.length > MAX_LINE || flows >= MAX_FLOWS) continue
-    let r: Json
-    try {
-      const v: unknown = JSON.parse(line)
-      if (v === null || typeof v !== 'object' || Array.isArray(v)) continue
-      r = v as Json
-    } catch {
-      continue
-    }
+  for await (const r of flowRecords(file)) {
+    if (flows >= MAX_FLOWS) break
     if (r.type === 'tls_failed') {
       const line = describeTlsFailure(r)
       if (failed.has(line) || failed.size < MAX_FLOWS) failed.set(line, (failed.get(line) ?? 0) + 1)

@@ -13,13 +13,12 @@
 // addon kept (up to its AVIARY_FLOWS_BODY): Content-Length is set to what is there, and
 // Transfer-Encoding dropped (the addon records bodies de-chunked). HTTP/2 exchanges are written as
 // HTTP/1.1 with a Host header from their :authority.
-import { createReadStream, existsSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { isIPv6 } from 'node:net'
-import { createInterface } from 'node:readline'
+import { flowRecords } from '../network/mitm-flows'
 
 const MAX_FLOWS = 5_000
-const MAX_LINE = 4 * 1024 * 1024
 const MSS = 1400
 
 type Json = Record<string, unknown>
@@ -53,18 +52,9 @@ const b64 = (v: unknown): Buffer => Buffer.from(str(v), 'base64')
 /** The decrypted connections of flows.jsonl (https exchanges only: plain HTTP is in the capture already). */
 async function readConnections(flowsFile: string): Promise<Conn[]> {
   const conns = new Map<string, Conn>()
-  const lines = createInterface({ input: createReadStream(flowsFile, { encoding: 'utf8' }), crlfDelay: Infinity })
   let n = 0
-  for await (const line of lines) {
-    if (line.length > MAX_LINE || n >= MAX_FLOWS) continue
-    let r: Json
-    try {
-      const v: unknown = JSON.parse(line)
-      if (v === null || typeof v !== 'object' || Array.isArray(v)) continue
-      r = v as Json
-    } catch {
-      continue
-    }
+  for await (const r of flowRecords(flowsFile)) {
+    if (n >= MAX_FLOWS) break
     if (r.type !== 'flow' || r.scheme !== 'https' || r.request === null || typeof r.request !== 'object') continue
     const client = Array.isArray(r.client) ? r.client : []
     const server = Array.isArray(r.server) ? r.server : []
