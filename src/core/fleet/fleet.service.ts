@@ -17,6 +17,7 @@ import { driverRefuses, type MachineAction } from './machine-controls'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { Libvirt } from '../builder/libvirt-host'
+import { leftoversFinding } from '../builder/upkeep'
 
 /** The doctor (and the guest session it checks agents with) loads when the UI first asks for it. */
 const loadDoctor = () => import('../doctor/doctor')
@@ -231,8 +232,7 @@ export class FleetService implements Fleet {
   }
 
   /** What a crash left in this data folder (builder/upkeep.ts), for the doctor. */
-  private async leftovers(): Promise<Finding> {
-    const { leftoversFinding } = await import('../builder/upkeep')
+  private leftovers(): Promise<Finding> {
     return leftoversFinding(createLayout(path.dirname(this.d.machinesFile)))
   }
 
