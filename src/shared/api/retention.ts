@@ -53,6 +53,9 @@ export const Rule = Type.Object({
 }, { additionalProperties: false })
 export type Rule = Static<typeof Rule>
 
+/** POST /aviary/retention/rules and PUT /aviary/retention/rules/{id}: the rule as saved. */
+export const OneRule = Type.Object({ rule: Rule })
+
 export const ScheduleFields = Type.Object({
   enabled: Type.Optional(allowed(Type.Boolean({ description: 'run the enabled rules on a schedule' }), 'true or false')),
   interval_minutes: Type.Optional(allowed(Type.Integer({ minimum: 1, maximum: 525600, description: 'minutes between scheduled runs' }),
@@ -154,6 +157,9 @@ export const RunRecord = Type.Object({
   disk_free_after: nullable(Type.Integer())
 })
 export type RunRecord = Static<typeof RunRecord>
+
+/** GET /aviary/retention/runs: the latest runs, newest first. */
+export const RunList = Type.Object({ runs: Type.Array(RunRecord) })
 
 export const RunsQuery = Type.Object({
   limit: Type.Optional(allowed(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'runs to return, newest first' }), 'a whole number from 1 to 100'))

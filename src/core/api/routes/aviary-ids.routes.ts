@@ -6,6 +6,7 @@ import { Type } from 'typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
 import { ErrorBody } from '../../../shared/api/schemas'
+import { RuleSetImported, RuleSetList } from '../../../shared/api/ids'
 import { badRequest, notFound } from '../../errors'
 import type { RuleSet } from '../../processing/suricata/rulesets'
 import { loadSuricataSettings, MAX_IMPORT_BYTES, RuleImportError, SuricataSettingsError } from '../../processing/suricata/settings'
@@ -14,14 +15,6 @@ import { loadSuricataSettings, MAX_IMPORT_BYTES, RuleImportError, SuricataSettin
 const ruleSets = () => import('../../processing/suricata/rulesets')
 
 const tags = ['ids']
-const RuleSetBody = Type.Object({
-  name: Type.String(),
-  kind: Type.Union([Type.Literal('bundled'), Type.Literal('aviary'), Type.Literal('imported')]),
-  files: Type.Integer({ description: 'rule files in the set' }),
-  rules: Type.Integer({ description: 'enabled rules' }),
-  updated: Type.Number({ description: 'when the set was made or imported, epoch ms' }),
-  source: Type.Union([Type.String(), Type.Null()])
-})
 const view = (s: RuleSet) => ({ name: s.name, kind: s.kind, files: s.files.length, rules: s.rules, updated: s.updated, source: s.source })
 const NameParams = Type.Object({ name: Type.String({ maxLength: 64 }) })
 const ImportQuery = Type.Object({
@@ -47,13 +40,13 @@ export const aviaryIdsRoutes = (ctx: ApiContext): FastifyPluginAsync => async (b
     { parseAs: 'buffer', bodyLimit: MAX_IMPORT_BYTES }, (_req, body, done) => done(null, body))
 
   app.get('/aviary/ids/rules', {
-    schema: { tags, summary: 'The rule sets the IDS step loads, with their rule counts and ages', response: { 200: Type.Object({ rulesets: Type.Array(RuleSetBody) }), 400: ErrorBody, 500: ErrorBody } }
+    schema: { tags, summary: 'The rule sets the IDS step loads, with their rule counts and ages', response: { 200: RuleSetList, 400: ErrorBody, 500: ErrorBody } }
   }, async () => ({ rulesets: (await ruleSets()).listRuleSets(dir, { bundledRules: bundledRules(dir) }).map(view) }))
 
   app.post('/aviary/ids/rules', {
     schema: {
       tags, summary: 'Import a rule set: the body is an ET Open/ET Pro tarball (its rules/*.rules are kept) or a .rules file',
-      querystring: ImportQuery, response: { 200: Type.Object({ ruleset: RuleSetBody, replaced: Type.Boolean() }), 400: ErrorBody, 413: ErrorBody, 500: ErrorBody }
+      querystring: ImportQuery, response: { 200: RuleSetImported, 400: ErrorBody, 413: ErrorBody, 500: ErrorBody }
     }
   }, async (request) => {
     const body = request.body

@@ -1,16 +1,14 @@
 // Retention (/aviary/retention/...): the rules and the schedule, the dry run, the run and its
 // record. Everything goes through ctx.retention (src/core/retention); docs/retention.md.
 import type { FastifyPluginAsync } from 'fastify'
-import { Type } from 'typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { ApiContext } from '../context'
 import { ErrorBody } from '../../../shared/api/schemas'
 import {
-  Preview, PreviewQuery, RetentionSettings, Rule, RuleFields, RuleIdParams, RunBody, RunRecord, RunsQuery, ScheduleFields
+  OneRule, Preview, PreviewQuery, RetentionSettings, RuleFields, RuleIdParams, RunBody, RunList, RunRecord, RunsQuery, ScheduleFields
 } from '../../../shared/api/retention'
 
 const tags = ['retention']
-const OneRule = Type.Object({ rule: Rule })
 const e400 = { 400: ErrorBody, 500: ErrorBody }
 const e404 = { 400: ErrorBody, 404: ErrorBody, 500: ErrorBody }
 
@@ -72,6 +70,6 @@ export const aviaryRetentionRoutes = (ctx: ApiContext): FastifyPluginAsync => as
   }, async (request) => r.run(request.body ?? {}, 'api'))
 
   app.get('/aviary/retention/runs', {
-    schema: { tags, summary: 'The record of the latest runs, newest first', querystring: RunsQuery, response: { 200: Type.Object({ runs: Type.Array(RunRecord) }), ...e400 } }
+    schema: { tags, summary: 'The record of the latest runs, newest first', querystring: RunsQuery, response: { 200: RunList, ...e400 } }
   }, async (request) => ({ runs: r.history.recent(request.query.limit ?? 20) }))
 }

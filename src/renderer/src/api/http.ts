@@ -2,10 +2,14 @@
 // desktop bridge gives), or a saved remote connection through the local service's proxy
 // (`/aviary/connections/<id>/proxy/...`), so the page never needs CORS and never sees a token.
 // Cuckoo's routes and the task search are called through the shared client (client.ts here);
-// fetchJson below is for the rest: Aviary's own routes typed with src/shared's schemas, and
-// reports, whose size and shape are the report views' to handle.
+// fetchJson below is for the rest: Aviary's own routes, each call naming the route's response
+// schema from src/shared/api, which types the answer and checks it when it arrives (an answer of
+// another shape is an HttpError of status 0 that says what does not fit, shown where the page shows
+// errors, never a wrong cast found later); and reports, asked with Type.Unknown() because their
+// size and shape are the report views' to handle.
+import type { Static, TSchema } from 'typebox'
 import { resolveApiBaseUrl } from '../api-base'
-import { ApiClientError } from '../../../shared/api/client'
+import { AnswerShape, ApiClientError, decodeAnswer } from '../../../shared/api/client'
 
 /** A refused or failed call: the shared client's error (status 0: no usable answer), whoever made the call. */
 export { ApiClientError as HttpError }
@@ -65,16 +69,24 @@ export function pageFetch(connection: ConnectionId): typeof fetch {
   }
 }
 
-/** Fetches JSON from a connection's API; non-2xx answers throw HttpError with the server's message. */
-export async function fetchJson<T>(connection: ConnectionId, path: string, init: RequestInit = {}, signal?: AbortSignal): Promise<T> {
-  const res = await pageFetch(connection)(await apiUrl(connection, path), { ...init, signal: signal ?? init.signal ?? null })
+/**
+ * Fetches JSON from a connection's API, checked against `answer` (the route's response schema);
+ * non-2xx answers throw HttpError with the server's message, and a 2xx answer that is not JSON or
+ * does not fit `answer` an HttpError of status 0 naming the request and the first misfit.
+ */
+export async function fetchJson<T extends TSchema>(connection: ConnectionId, path: string, answer: T, init: RequestInit = {}, signal?: AbortSignal): Promise<Static<T>> {
+  const url = await apiUrl(connection, path)
+  const res = await pageFetch(connection)(url, { ...init, signal: signal ?? init.signal ?? null })
   if (!res.ok) throw await errorOf(res)
-  return (await res.json()) as T
+  // No size cap here, unlike the shared client's: reports are as large as they are, and the
+  // other answers come from Aviary's own routes.
+  const text = await res.text()
+  return decodeAnswer(`${init.method ?? 'GET'} ${url}`, res.status, text, new AnswerShape(answer), Infinity)
 }
 
-/** Sends a JSON body (POST/PUT/DELETE) to the local service's own routes. */
-export async function sendJson<T>(connection: ConnectionId, method: string, path: string, body?: unknown): Promise<T> {
-  return fetchJson<T>(connection, path, {
+/** Sends a JSON body (POST/PUT/DELETE) to a connection's API; the answer is checked as fetchJson's. */
+export async function sendJson<T extends TSchema>(connection: ConnectionId, method: string, path: string, answer: T, body?: unknown): Promise<Static<T>> {
+  return fetchJson(connection, path, answer, {
     method,
     ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } })
   })

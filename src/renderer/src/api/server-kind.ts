@@ -4,6 +4,7 @@
 // dispatcher connection never is; a remote analysis server is one when its /cuckoo/status names
 // an `aviary` process (Aviary's status has processes.aviary, Cuckoo's has none).
 import { useQuery } from '@tanstack/react-query'
+import { Type } from 'typebox'
 import { fetchJson, type ConnectionId } from './http'
 import { keys } from './live'
 import { useCurrentConnection } from '../components/ConnectionPicker'
@@ -21,7 +22,7 @@ export function useIsAviary(connection: ConnectionId): boolean | undefined {
   const remote = connection !== null && current?.kind === 'analysis'
   const q = useQuery({
     queryKey: [...keys.all(connection), 'is-aviary'],
-    queryFn: ({ signal }) => fetchJson<unknown>(connection, '/cuckoo/status', {}, signal).then(isAviaryStatus),
+    queryFn: ({ signal }) => fetchJson(connection, '/cuckoo/status', Type.Unknown(), {}, signal).then(isAviaryStatus),
     enabled: remote,
     staleTime: 5 * 60_000,
     retry: false

@@ -10,6 +10,7 @@ import { QueryClient, QueryClientProvider, useQuery } from '@tanstack/react-quer
 import { startHarness, type Harness } from '../../../../test/service-harness'
 import { fetchJson, setLocalApiBase } from '../api/http'
 import { SignInOverlay, SignOutButton } from './SignIn'
+import { TaskList } from '../../../shared/api/responses'
 
 const TOKEN = 'ui-sign-in-token'
 let h: Harness
@@ -43,7 +44,7 @@ afterAll(async () => {
 function TaskCount(): JSX.Element {
   const q = useQuery({
     queryKey: ['c', null, 'tasks'],
-    queryFn: ({ signal }) => fetchJson<{ tasks: unknown[] }>(null, '/tasks/list', {}, signal),
+    queryFn: ({ signal }) => fetchJson(null, '/tasks/list', TaskList, {}, signal),
     retry: false
   })
   return <p data-testid="count">{q.data ? `${q.data.tasks.length} task(s)` : q.error ? `error: ${q.error.message}` : 'loading'}</p>

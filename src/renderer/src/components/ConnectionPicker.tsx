@@ -3,7 +3,7 @@
 import type { JSX } from 'react'
 import { useQuery } from '@tanstack/react-query'
 import { fetchJson } from '../api/http'
-import type { Connection, ConnectionList } from '../../../shared/api/responses'
+import { ConnectionList, type Connection } from '../../../shared/api/responses'
 import { useUi } from '../state/ui'
 
 /** A saved remote server, as GET /aviary/connections lists it (src/shared/api/responses.ts). */
@@ -12,7 +12,7 @@ export type SavedConnection = Connection
 export function useConnections() {
   return useQuery({
     queryKey: ['connections'],
-    queryFn: ({ signal }) => fetchJson<ConnectionList>(null, '/aviary/connections', {}, signal).then((r) => r.connections),
+    queryFn: ({ signal }) => fetchJson(null, '/aviary/connections', ConnectionList, {}, signal).then((r) => r.connections),
     retry: false
   })
 }

@@ -8,7 +8,7 @@ import { keys } from '../api/live'
 import { SafeText } from '../components/text'
 import { ErrorNote } from '../dashboard/ErrorNote'
 import { useUi } from '../state/ui'
-import { entries as rows, getEither, nodeNames, taskTarget, useDistNodes, type DistNode, type DistTask } from './dist-api'
+import { DistTasks, entries as rows, getEither, nodeNames, taskTarget, useDistNodes, type DistNode, type DistTask } from './dist-api'
 
 /** What Aviary's dispatcher says of a node's health (Cuckoo's says nothing: a dash). */
 function nodeState(n: DistNode): { text: string; title: string } {
@@ -30,7 +30,7 @@ export function DispatcherView({ connection }: { connection: number }): JSX.Elem
   const setConnection = useUi((s) => s.setConnection)
   const tasks = useQuery({
     queryKey: [...keys.tasks(connection), 'dist'],
-    queryFn: ({ signal }) => getEither<{ tasks?: Record<string, DistTask> }>(connection, '/task?limit=200', signal),
+    queryFn: ({ signal }) => getEither(connection, '/task?limit=200', DistTasks, signal),
     refetchInterval: 10_000
   })
   return (

@@ -11,13 +11,14 @@ import { ErrorNote } from '../dashboard/ErrorNote'
 import { KeyValues, Mono } from '../report/common'
 import { ReportViews } from '../report/ReportViews'
 import type { ReportSources } from '../report/model'
-import { entries, getEither, nodeNames, taskTarget, useDistNodes, type DistTask } from './dist-api'
+import { Type } from 'typebox'
+import { DistTasks, entries, getEither, nodeNames, taskTarget, useDistNodes, type DistTask } from './dist-api'
 
 export function DispatcherTask({ connection, id }: { connection: number; id: number }): JSX.Element {
   const [tab, setTab] = useState('summary')
   const task = useQuery({
     queryKey: [...keys.task(connection, id), 'dist'],
-    queryFn: ({ signal }) => getEither<{ tasks?: Record<string, DistTask> }>(connection, `/task/${id}`, signal),
+    queryFn: ({ signal }) => getEither(connection, `/task/${id}`, DistTasks, signal),
     refetchInterval: (q) => (entries(q.state.data?.tasks)[0]?.[1]?.status === 'finished' ? false : 10_000),
     retry: false
   })
@@ -27,7 +28,7 @@ export function DispatcherTask({ connection, id }: { connection: number; id: num
   const base = useQuery({ queryKey: ['apiBase', connection], queryFn: () => apiBase(connection), staleTime: Infinity })
   const report = useQuery({
     queryKey: [...keys.task(connection, id), 'dist', 'report'],
-    queryFn: ({ signal }) => getEither<unknown>(connection, `/report/${id}/json`, signal),
+    queryFn: ({ signal }) => getEither(connection, `/report/${id}/json`, Type.Unknown(), signal),
     enabled: finished, retry: false, staleTime: Infinity
   })
   const node = typeof t?.node_id === 'number' ? nodeNames(nodes.data?.nodes).get(t.node_id) ?? `#${t.node_id}` : null

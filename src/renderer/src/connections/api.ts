@@ -1,5 +1,7 @@
 // Saved connections (/aviary/connections on the local service) and what a 400 says about them.
 import { HttpError, sendJson } from '../api/http'
+import { ConnectionView } from '../../../shared/api/responses'
+import { ErrorBody } from '../../../shared/api/schemas'
 import type { SavedConnection } from '../components/ConnectionPicker'
 
 export type { SavedConnection }
@@ -8,11 +10,11 @@ export const CONNECTIONS_KEY = ['connections'] as const
 export interface ConnectionInput { name?: string; url?: string; token?: string | null }
 
 export const createConnection = (body: ConnectionInput): Promise<{ connection: SavedConnection }> =>
-  sendJson(null, 'POST', '/aviary/connections', body)
+  sendJson(null, 'POST', '/aviary/connections', ConnectionView, body)
 export const updateConnection = (id: number, body: ConnectionInput): Promise<{ connection: SavedConnection }> =>
-  sendJson(null, 'PUT', `/aviary/connections/${id}`, body)
+  sendJson(null, 'PUT', `/aviary/connections/${id}`, ConnectionView, body)
 export const deleteConnection = (id: number): Promise<{ message: string }> =>
-  sendJson(null, 'DELETE', `/aviary/connections/${id}`)
+  sendJson(null, 'DELETE', `/aviary/connections/${id}`, ErrorBody)
 
 export type FormField = 'name' | 'url' | 'token'
 /**

@@ -8,7 +8,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query'
 import { fetchJson, localApiBase, sendJson, type ConnectionId } from '../api/http'
 import { formatDuration } from '../format'
 import { SafeText } from '../components/text'
-import type { ConsoleState, RunEnd } from '../../../shared/api/console'
+import { ConsoleState, RunEnd } from '../../../shared/api/console'
 import { ConsoleScreen, type ConsolePhase } from './ConsoleScreen'
 
 const EXTENDS = [60, 300, 600]
@@ -36,7 +36,7 @@ function LocalLive({ id }: { id: number }): JSX.Element {
     queryKey: key,
     queryFn: async ({ signal }) => {
       const t0 = Date.now()
-      const s = await fetchJson<ConsoleState>(null, `/aviary/tasks/${id}/console`, {}, signal)
+      const s = await fetchJson(null, `/aviary/tasks/${id}/console`, ConsoleState, {}, signal)
       // The service's clock against ours, at the middle of the request.
       return { s, skew: s.now - (t0 + Date.now()) / 2 }
     },
@@ -65,7 +65,7 @@ function LocalLive({ id }: { id: number }): JSX.Element {
     setBusy(what)
     setError(null)
     try {
-      await sendJson<RunEnd>(null, 'POST', path, body)
+      await sendJson(null, 'POST', path, RunEnd, body)
       await qc.invalidateQueries({ queryKey: key })
     } catch (err) {
       setError((err as Error).message)

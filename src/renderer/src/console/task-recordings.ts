@@ -2,7 +2,7 @@
 // each with its loader; none from a server without the route (a Cuckoo server: 404).
 import { useQuery } from '@tanstack/react-query'
 import { apiUrl, fetchJson, HttpError, pageFetch, type ConnectionId } from '../api/http'
-import type { RecordingList } from '../../../shared/api/console'
+import { RecordingList } from '../../../shared/api/console'
 import type { RecordingSource } from './RecordingPlayer'
 
 export function useTaskRecordings(connection: ConnectionId, id: number, enabled: boolean, refetchMs: number | false = false) {
@@ -14,7 +14,7 @@ export function useTaskRecordings(connection: ConnectionId, id: number, enabled:
     queryFn: async ({ signal }): Promise<RecordingSource[]> => {
       let list: RecordingList
       try {
-        list = await fetchJson<RecordingList>(connection, `/aviary/tasks/${id}/console/recordings`, {}, signal)
+        list = await fetchJson(connection, `/aviary/tasks/${id}/console/recordings`, RecordingList, {}, signal)
       } catch (err) {
         if (err instanceof HttpError && err.status === 404) return []
         throw err

@@ -3,7 +3,7 @@
 // reduced to one shape here so the charts do not care where the numbers came from.
 import { fetchJson, HttpError, type ConnectionId } from '../api/http'
 import { clientOf } from '../api/client'
-import type { AviaryStats } from '../../../shared/api/ui-schemas'
+import { AviaryStats } from '../../../shared/api/ui-schemas'
 
 export type { AviaryStats }
 
@@ -81,7 +81,7 @@ export function fromCuckooStatus(s: CuckooStatus): DashboardData {
  */
 export async function loadDashboard(c: ConnectionId, signal?: AbortSignal): Promise<DashboardData> {
   try {
-    return fromStats(await fetchJson<AviaryStats>(c, '/aviary/stats', {}, signal))
+    return fromStats(await fetchJson(c, '/aviary/stats', AviaryStats, {}, signal))
   } catch (err) {
     if (!(err instanceof HttpError) || (err.status !== 404 && err.status !== 405)) throw err
   }

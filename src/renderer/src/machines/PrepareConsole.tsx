@@ -7,20 +7,14 @@ import { useQuery } from '@tanstack/react-query'
 import { fetchJson, localApiBase } from '../api/http'
 import { SafeText } from '../components/text'
 import { ConsoleScreen, type ConsolePhase } from '../console/ConsoleScreen'
-
-interface MachineConsoleState {
-  available: boolean
-  reason: string | null
-  task: number | null
-  interactive_taken: boolean
-}
+import { MachineConsoleState } from '../../../shared/api/console'
 
 const small = 'rounded border border-zinc-300 px-2 py-0.5 text-sm dark:border-zinc-700'
 
 export function PrepareConsole({ machine }: { machine: string }): JSX.Element {
   const state = useQuery({
     queryKey: ['fleet-upkeep', 'console', machine],
-    queryFn: ({ signal }) => fetchJson<MachineConsoleState>(null, `/aviary/machines/${encodeURIComponent(machine)}/console`, {}, signal),
+    queryFn: ({ signal }) => fetchJson(null, `/aviary/machines/${encodeURIComponent(machine)}/console`, MachineConsoleState, {}, signal),
     refetchInterval: 5000,
     retry: false
   })

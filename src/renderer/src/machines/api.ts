@@ -3,8 +3,12 @@
 import { useEffect, useState } from 'react'
 import { apiUrl, fetchJson, HttpError, sendJson, type ConnectionId } from '../api/http'
 import { clientOf } from '../api/client'
-import type { DoctorAnswer, Finding as SharedFinding } from '../../../shared/api/ui-schemas'
-import type { ControlledMachine, ControlledMachines } from '../../../shared/api/machine-controls'
+import { Type, type Static } from 'typebox'
+import { DoctorAnswer, MachineAnswer, Finding as SharedFinding } from '../../../shared/api/ui-schemas'
+import { ControlledMachines, type ControlledMachine } from '../../../shared/api/machine-controls'
+import {
+  BuildAnswer, BuildsAnswer, DeleteAnswer, DiskUseAnswer, LeftoversAnswer, PrepareAnswer, PreparingAnswer, RemovedLeftoversAnswer
+} from '../../../shared/api/machine-builds'
 
 /** A machine as listed; `capabilities` and `controls` only from a server with /aviary/machines (Aviary's). */
 export type Machine = BaseMachine & { capabilities?: ControlledMachine['capabilities']; controls?: ControlledMachine['controls'] }
@@ -12,14 +16,17 @@ type BaseMachine = import('../../../shared/api/schemas').Machine
 export type MachineAction = 'start' | 'stop' | 'revert'
 
 // doctor.ts's shape (GET /aviary/doctor), plus an optional `level` should the engine ever grade
-// a finding as a warning rather than a failure.
-export type Finding = SharedFinding & { level?: 'ok' | 'warn' | 'fail' }
-export type DoctorReport = Omit<DoctorAnswer, 'config' | 'machines' | 'routes'> & {
-  config: Finding
-  /** Absent from an older service. */
-  routes?: Finding[]
-  machines: { name: string; driver: string; findings: Finding[] }[]
-}
+// a finding as a warning rather than a failure; `routes` may be absent (an older service).
+const GradedFinding = Type.Object({ ...SharedFinding.properties, level: Type.Optional(Type.Union([Type.Literal('ok'), Type.Literal('warn'), Type.Literal('fail')])) })
+const DoctorReport = Type.Object({
+  ...DoctorAnswer.properties,
+  config: GradedFinding,
+  routes: Type.Optional(Type.Array(GradedFinding)),
+  machines: Type.Array(Type.Object({ name: Type.String(), driver: Type.String(), findings: Type.Array(GradedFinding) })),
+  leftovers: Type.Optional(GradedFinding)
+})
+export type Finding = Static<typeof GradedFinding>
+export type DoctorReport = Static<typeof DoctorReport>
 
 /**
  * The fleet: Aviary's /aviary/machines (each machine with what may be done to it and why not), else
@@ -27,7 +34,7 @@ export type DoctorReport = Omit<DoctorAnswer, 'config' | 'machines' | 'routes'> 
  */
 export async function listMachines(c: ConnectionId, signal?: AbortSignal): Promise<Machine[]> {
   try {
-    return (await fetchJson<ControlledMachines>(c, '/aviary/machines', {}, signal)).machines
+    return (await fetchJson(c, '/aviary/machines', ControlledMachines, {}, signal)).machines
   } catch (err) {
     if (!(err instanceof HttpError) || (err.status !== 404 && err.status !== 405)) throw err
   }
@@ -35,10 +42,10 @@ export async function listMachines(c: ConnectionId, signal?: AbortSignal): Promi
 }
 
 export const machineAction = (name: string, action: MachineAction): Promise<{ machine: Machine }> =>
-  sendJson<{ machine: Machine }>(null, 'POST', `/aviary/machines/${encodeURIComponent(name)}/${action}`)
+  sendJson(null, 'POST', `/aviary/machines/${encodeURIComponent(name)}/${action}`, MachineAnswer)
 
 export const loadDoctor = (deep: boolean, signal?: AbortSignal): Promise<DoctorReport> =>
-  fetchJson<DoctorReport>(null, `/aviary/doctor${deep ? '?deep=1' : ''}`, {}, signal)
+  fetchJson(null, `/aviary/doctor${deep ? '?deep=1' : ''}`, DoctorReport, {}, signal)
 
 export const levelOf = (f: Finding): 'ok' | 'warn' | 'fail' => f.level ?? (f.ok ? 'ok' : 'fail')
 
@@ -92,25 +99,23 @@ export function useLiveScreenshot(name: string, everyMs = 3000): Screenshot {
 export type {
   BuildAnswer, BuildEventView as BuildEvent, BuildJobView as BuildJob, DiskUseAnswer, LeftoverView as Leftover, PrepareAnswer
 } from '../../../shared/api/machine-builds'
-type MB = typeof import('../../../shared/api/machine-builds')
-type Static<K extends keyof MB> = import('typebox').Static<MB[K]>
 
 const machinePath = (name: string, what = ''): string => `/aviary/machines/${encodeURIComponent(name)}${what}`
 
-export const startLinuxBuild = (body: { name?: string; count?: number | string }): Promise<Static<'BuildAnswer'>> =>
-  sendJson(null, 'POST', '/aviary/machines/builds', body)
-export const loadBuild = (id: number, since: number, signal?: AbortSignal): Promise<Static<'BuildAnswer'>> =>
-  fetchJson(null, `/aviary/machines/builds/${id}?since=${since}`, {}, signal)
-export const loadBuilds = (signal?: AbortSignal): Promise<Static<'BuildsAnswer'>> => fetchJson(null, '/aviary/machines/builds', {}, signal)
-export const loadDiskUse = (signal?: AbortSignal): Promise<Static<'DiskUseAnswer'>> => fetchJson(null, '/aviary/machines/disk', {}, signal)
-export const loadLeftovers = (signal?: AbortSignal): Promise<Static<'LeftoversAnswer'>> => fetchJson(null, '/aviary/machines/leftovers', {}, signal)
-export const removeLeftovers = (names: string[]): Promise<Static<'RemovedLeftoversAnswer'>> =>
-  sendJson(null, 'POST', '/aviary/machines/leftovers/remove', { names })
-export const deleteMachine = (name: string): Promise<Static<'DeleteAnswer'>> => sendJson(null, 'DELETE', machinePath(name))
-export const rebuildMachine = (name: string): Promise<Static<'BuildAnswer'>> => sendJson(null, 'POST', machinePath(name, '/rebuild'))
-export const prepareMachine = (name: string): Promise<Static<'PrepareAnswer'>> => sendJson(null, 'POST', machinePath(name, '/prepare'))
-export const endPrepare = (name: string, how: 'keep' | 'discard'): Promise<{ machine: Machine }> => sendJson(null, 'POST', machinePath(name, `/${how}`))
-export const loadPreparing = (signal?: AbortSignal): Promise<Static<'PreparingAnswer'>> => fetchJson(null, '/aviary/machines/preparing', {}, signal)
+export const startLinuxBuild = (body: { name?: string; count?: number | string }): Promise<BuildAnswer> =>
+  sendJson(null, 'POST', '/aviary/machines/builds', BuildAnswer, body)
+export const loadBuild = (id: number, since: number, signal?: AbortSignal): Promise<BuildAnswer> =>
+  fetchJson(null, `/aviary/machines/builds/${id}?since=${since}`, BuildAnswer, {}, signal)
+export const loadBuilds = (signal?: AbortSignal): Promise<BuildsAnswer> => fetchJson(null, '/aviary/machines/builds', BuildsAnswer, {}, signal)
+export const loadDiskUse = (signal?: AbortSignal): Promise<DiskUseAnswer> => fetchJson(null, '/aviary/machines/disk', DiskUseAnswer, {}, signal)
+export const loadLeftovers = (signal?: AbortSignal): Promise<LeftoversAnswer> => fetchJson(null, '/aviary/machines/leftovers', LeftoversAnswer, {}, signal)
+export const removeLeftovers = (names: string[]): Promise<RemovedLeftoversAnswer> =>
+  sendJson(null, 'POST', '/aviary/machines/leftovers/remove', RemovedLeftoversAnswer, { names })
+export const deleteMachine = (name: string): Promise<DeleteAnswer> => sendJson(null, 'DELETE', machinePath(name), DeleteAnswer)
+export const rebuildMachine = (name: string): Promise<BuildAnswer> => sendJson(null, 'POST', machinePath(name, '/rebuild'), BuildAnswer)
+export const prepareMachine = (name: string): Promise<PrepareAnswer> => sendJson(null, 'POST', machinePath(name, '/prepare'), PrepareAnswer)
+export const endPrepare = (name: string, how: 'keep' | 'discard'): Promise<{ machine: Machine }> => sendJson(null, 'POST', machinePath(name, `/${how}`), MachineAnswer)
+export const loadPreparing = (signal?: AbortSignal): Promise<PreparingAnswer> => fetchJson(null, '/aviary/machines/preparing', PreparingAnswer, {}, signal)
 
 /** Bytes in MiB or GiB, for disk use. */
 export const sizeText = (b: number): string => b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(1)} GiB` : `${(b / 2 ** 20).toFixed(b < 10 * 2 ** 20 ? 1 : 0)} MiB`

@@ -8,8 +8,8 @@ import { useQuery, useQueryClient } from '@tanstack/react-query'
 import { fetchJson, sendJson } from '../api/http'
 import { SafeText } from '../components/text'
 import { ErrorNote } from '../dashboard/ErrorNote'
-
-interface RuleSet { name: string; kind: 'bundled' | 'aviary' | 'imported'; files: number; rules: number; updated: number; source: string | null }
+import { ErrorBody } from '../../../shared/api/schemas'
+import { RuleSetImported, RuleSetList, type RuleSetView as RuleSet } from '../../../shared/api/ids'
 
 const KIND: Record<RuleSet['kind'], string> = { bundled: "Debian's suricata package", aviary: "Aviary's own", imported: 'imported' }
 const key = ['ids', 'rules'] as const
@@ -31,7 +31,7 @@ function age(ms: number): string {
 
 export function IdsRulesPage(): JSX.Element {
   const qc = useQueryClient()
-  const sets = useQuery({ queryKey: key, queryFn: ({ signal }) => fetchJson<{ rulesets: RuleSet[] }>(null, '/aviary/ids/rules', {}, signal).then((r) => r.rulesets) })
+  const sets = useQuery({ queryKey: key, queryFn: ({ signal }) => fetchJson(null, '/aviary/ids/rules', RuleSetList, {}, signal).then((r) => r.rulesets) })
   const input = useRef<HTMLInputElement>(null)
   const [busy, setBusy] = useState(false)
   const [note, setNote] = useState<string | null>(null)
@@ -50,13 +50,13 @@ export function IdsRulesPage(): JSX.Element {
     }
   }
   const upload = (file: File) => act(async () => {
-    const r = await fetchJson<{ ruleset: RuleSet; replaced: boolean }>(null, `/aviary/ids/rules?filename=${encodeURIComponent(file.name)}&replace=true`, {
+    const r = await fetchJson(null, `/aviary/ids/rules?filename=${encodeURIComponent(file.name)}&replace=true`, RuleSetImported, {
       method: 'POST', body: await readBytes(file), headers: { 'Content-Type': 'application/octet-stream' }
     })
     return `${r.replaced ? 'Replaced' : 'Imported'} ${r.ruleset.name}: ${r.ruleset.rules} rules in ${r.ruleset.files} files.`
   })
   const remove = (name: string) => act(async () => {
-    await sendJson(null, 'DELETE', `/aviary/ids/rules/${encodeURIComponent(name)}`)
+    await sendJson(null, 'DELETE', `/aviary/ids/rules/${encodeURIComponent(name)}`, ErrorBody)
     return `Removed ${name}.`
   })
   return (

@@ -8,6 +8,7 @@ import { isTaskNote } from '../../../shared/task-notes'
 import { useEffect, useMemo, useRef, useState, type JSX } from 'react'
 import { useParams, useSearchParams } from 'react-router'
 import { useQuery, useQueryClient } from '@tanstack/react-query'
+import { Type } from 'typebox'
 import { apiBase, fetchJson, HttpError, type ConnectionId } from '../api/http'
 import { clientOf } from '../api/client'
 import { keys } from '../api/live'
@@ -129,23 +130,25 @@ function TaskView({ id }: { id: number }): JSX.Element {
   const base = useQuery({ queryKey: ['apiBase', connection], queryFn: () => apiBase(connection), staleTime: Infinity })
   const summary = useQuery({
     queryKey: [...keys.task(connection, id), 'report', 'summary'],
-    queryFn: ({ signal }) => fetchJson<unknown>(connection, `/tasks/summary/${id}`, {}, signal),
+    // Reports are read by the report views (report/model.ts), each field with care: no schema here.
+    queryFn: ({ signal }) => fetchJson(connection, `/tasks/summary/${id}`, Type.Unknown(), {}, signal),
     enabled: reported, retry: false, staleTime: Infinity
   })
   const fullKey = useMemo(() => [...keys.task(connection, id), 'report', 'full'], [connection, id])
   const full = useQuery({
     queryKey: fullKey,
-    queryFn: ({ signal }) => fetchJson<unknown>(connection, `/tasks/report/${id}`, {}, signal),
+    queryFn: ({ signal }) => fetchJson(connection, `/tasks/report/${id}`, Type.Unknown(), {}, signal),
     enabled: reported && wantFull, retry: false, staleTime: Infinity
   })
   // A new source for each report loaded (a rereport brings new calls).
   const reportStamp = summary.dataUpdatedAt
   const calls = useMemo(() => serviceCallsSource({
     id,
-    getJson: (path, signal) => fetchJson<unknown>(connection, path, {}, signal),
+    // The calls routes' answers are read, capped, by calls-source.ts's parseListing and parsePage.
+    getJson: (path, signal) => fetchJson(connection, path, Type.Unknown(), {}, signal),
     isNotFound: (err) => err instanceof HttpError && err.status === 404,
     // Shared with the tabs that need the full report: it is fetched once.
-    fullReport: () => qc.fetchQuery({ queryKey: fullKey, queryFn: ({ signal }) => fetchJson<unknown>(connection, `/tasks/report/${id}`, {}, signal), staleTime: Infinity })
+    fullReport: () => qc.fetchQuery({ queryKey: fullKey, queryFn: ({ signal }) => fetchJson(connection, `/tasks/report/${id}`, Type.Unknown(), {}, signal), staleTime: Infinity })
   }), [connection, id, qc, fullKey, reportStamp])
   // The console sessions, once the run is over (while it runs they are still being written).
   const recordings = useTaskRecordings(connection, id, status !== '' && status !== 'running' && status !== 'pending')

@@ -2,7 +2,8 @@
 // Retention is about this workstation's disk, so these always go to the local service, whichever
 // connection the other pages show.
 import { fetchJson, sendJson } from '../api/http'
-import type { Preview, RetentionSettings, Rule, RuleFields, RunRecord, ScheduleFields } from '../../../shared/api/retention'
+import { ErrorBody } from '../../../shared/api/schemas'
+import { OneRule, Preview, RetentionSettings, RunList, RunRecord, type Rule, type RuleFields, type ScheduleFields } from '../../../shared/api/retention'
 
 export type { Preview, RetentionSettings, Rule, RuleFields, RunRecord }
 
@@ -14,26 +15,26 @@ export const retentionKeys = {
 /** What a preview was asked for: a saved rule, every enabled rule, or a draft not saved. */
 export type Selection = { kind: 'rule'; id: number; name: string } | { kind: 'all' } | { kind: 'draft'; fields: RuleFields }
 
-export const loadSettings = (signal?: AbortSignal): Promise<RetentionSettings> => fetchJson<RetentionSettings>(null, '/aviary/retention', {}, signal)
+export const loadSettings = (signal?: AbortSignal): Promise<RetentionSettings> => fetchJson(null, '/aviary/retention', RetentionSettings, {}, signal)
 
 export const loadRuns = (limit: number, signal?: AbortSignal): Promise<RunRecord[]> =>
-  fetchJson<{ runs: RunRecord[] }>(null, `/aviary/retention/runs?limit=${limit}`, {}, signal).then((r) => r.runs)
+  fetchJson(null, `/aviary/retention/runs?limit=${limit}`, RunList, {}, signal).then((r) => r.runs)
 
-export const saveSchedule = (fields: ScheduleFields): Promise<RetentionSettings> => sendJson<RetentionSettings>(null, 'PUT', '/aviary/retention/schedule', fields)
+export const saveSchedule = (fields: ScheduleFields): Promise<RetentionSettings> => sendJson(null, 'PUT', '/aviary/retention/schedule', RetentionSettings, fields)
 
 export const saveRule = (id: number | null, fields: RuleFields): Promise<Rule> =>
-  sendJson<{ rule: Rule }>(null, id === null ? 'POST' : 'PUT', id === null ? '/aviary/retention/rules' : `/aviary/retention/rules/${id}`, fields).then((r) => r.rule)
+  sendJson(null, id === null ? 'POST' : 'PUT', id === null ? '/aviary/retention/rules' : `/aviary/retention/rules/${id}`, OneRule, fields).then((r) => r.rule)
 
-export const deleteRule = (id: number): Promise<unknown> => sendJson(null, 'DELETE', `/aviary/retention/rules/${id}`)
+export const deleteRule = (id: number): Promise<ErrorBody> => sendJson(null, 'DELETE', `/aviary/retention/rules/${id}`, ErrorBody)
 
 export function preview(sel: Selection): Promise<Preview> {
-  if (sel.kind === 'draft') return sendJson<Preview>(null, 'POST', '/aviary/retention/preview', sel.fields)
-  return fetchJson<Preview>(null, `/aviary/retention/preview${sel.kind === 'rule' ? `?rule=${sel.id}` : ''}`)
+  if (sel.kind === 'draft') return sendJson(null, 'POST', '/aviary/retention/preview', Preview, sel.fields)
+  return fetchJson(null, `/aviary/retention/preview${sel.kind === 'rule' ? `?rule=${sel.id}` : ''}`, Preview)
 }
 
 /** Deletes, of what the preview listed, what still matches now. */
 export const runRetention = (rule: number | undefined, tasks: number[]): Promise<RunRecord> =>
-  sendJson<RunRecord>(null, 'POST', '/aviary/retention/run', { ...(rule === undefined ? {} : { rule }), tasks })
+  sendJson(null, 'POST', '/aviary/retention/run', RunRecord, { ...(rule === undefined ? {} : { rule }), tasks })
 
 /** A rule's fields, without its id: what PUT takes to change it. */
 export function fieldsOf(rule: Rule): RuleFields {

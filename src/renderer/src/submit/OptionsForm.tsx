@@ -8,7 +8,7 @@ import { keys } from '../api/live'
 import type { SubmitOptions } from './options'
 import { NETWORK_KEYS, networkChoice, replacedKeys, useNetworkOffer, type NetworkOffer } from './network'
 import { useCurrentConnection } from '../components/ConnectionPicker'
-import { entries, getEither, type DistNode } from '../connections/dist-api'
+import { DistNodes, entries, getEither } from '../connections/dist-api'
 import { useIsAviary } from '../api/server-kind'
 import { listMachines, loadDoctor, type Machine as ListedMachine } from '../machines/api'
 import { blockedRoutes, memoryDumpBlocked } from './capabilities'
@@ -34,7 +34,7 @@ export function OptionsForm({ connection, value, onChange }: { connection: Conne
   const machines = useQuery({
     queryKey: [...keys.machines(connection), dispatcher ? 'dist' : aviary ? 'aviary' : 'list'],
     queryFn: ({ signal }): Promise<(Pick<Machine, 'name' | 'platform'> & Partial<ListedMachine>)[]> => (dispatcher
-      ? getEither<{ nodes?: Record<string, DistNode> | DistNode[] }>(connection, '/node', signal)
+      ? getEither(connection, '/node', DistNodes, signal)
         .then((r) => entries(r.nodes).flatMap(([, n]) => (Array.isArray(n?.machines) ? n.machines : [])).map((m) => ({ name: m.name, platform: m.platform }) as Pick<Machine, 'name' | 'platform'>))
       : aviary ? listMachines(connection, signal)
         : clientOf(connection).then((client) => client.machines({ signal })).then((r) => r.machines))

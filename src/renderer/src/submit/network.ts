@@ -3,6 +3,7 @@
 // without the route (a remote Cuckoo or a dispatcher: 404) or a host that routes nothing
 // (`routed: false`) offers no choice: the form then shows no field and adds nothing.
 import { useQuery, type UseQueryResult } from '@tanstack/react-query'
+import { Type } from 'typebox'
 import type { RoutesAnswer } from '../../../shared/api/ui-schemas'
 import { fetchJson, HttpError, type ConnectionId } from '../api/http'
 import { keys } from '../api/live'
@@ -43,7 +44,8 @@ export function parseOffer(body: unknown): NetworkOffer | null {
 
 export async function fetchOffer(connection: ConnectionId, signal?: AbortSignal): Promise<NetworkOffer | null> {
   try {
-    return parseOffer(await fetchJson<unknown>(connection, '/aviary/routes', {}, signal))
+    // Not checked against RoutesAnswer: parseOffer keeps the routes that can be offered and drops the rest.
+    return parseOffer(await fetchJson(connection, '/aviary/routes', Type.Unknown(), {}, signal))
   } catch (err) {
     // Not an Aviary (Cuckoo, a dispatcher): no routes to choose, and nothing to report.
     if (err instanceof HttpError && (err.status === 404 || err.status === 405)) return null

@@ -5,6 +5,7 @@ import { create } from 'zustand'
 import type { Sample } from '../../../shared/api/schemas'
 import { fetchJson, type ConnectionId } from '../api/http'
 import { clientOf } from '../api/client'
+import { ANSWERS, createdTask } from '../../../shared/api/client'
 import type { PickedFile } from './collect'
 import { toFields, toForm, parseTargets, type SubmitOptions } from './options'
 import { uploadFile } from './upload'
@@ -90,9 +91,10 @@ export const useQueue = create<Queue>()((set, get) => {
       let id: number | null | undefined
       let errors: string[] = []
       if (dispatcher) {
-        // The dispatcher's POST /api/task (docs/dispatcher.md): not a route of the analysis API.
-        const answer = await fetchJson<{ task_id?: number }>(c, '/api/task', { method: 'POST', body: toForm({ ...fields, url: target.name }) })
-        id = answer.task_id
+        // The dispatcher's POST /api/task (docs/dispatcher.md): not a route of the analysis API, but
+        // its answer carries task_id as a create route's does, and is checked the same way.
+        const answer = await fetchJson(c, '/api/task', ANSWERS.created.schema, { method: 'POST', body: toForm({ ...fields, url: target.name }) })
+        id = createdTask(answer).task_id
       } else if (target.kind === 'url') {
         id = (await (await clientOf(c)).createUrl(target.name, fields)).task_id
       } else {
