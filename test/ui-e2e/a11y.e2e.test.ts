@@ -256,7 +256,7 @@ describe('accessibility (axe-core)', () => {
       await open('/retention', (p) => p.getByRole('button', { name: `Preview rule failed ${theme}` }).waitFor({ timeout: 15_000 }))
       await check(`${theme} retention`)
       await page.getByRole('button', { name: `Preview rule failed ${theme}` }).click()
-      await page.getByRole('button', { name: 'Delete these 1 task…' }).click()
+      await page.getByRole('button', { name: 'Delete this task…' }).click()
       await page.getByRole('group', { name: /^Delete 1 task/ }).waitFor()
       await check(`${theme} retention confirmation`)
       await page.getByRole('button', { name: 'Yes, delete it' }).click()

@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest'
-import { formatBytes, formatDuration, formatExact, formatRelative, hasInvisible, parseDate, splitInvisible } from './format'
+import { counted, exactBytes, formatBytes, formatDuration, formatExact, formatRelative, hasInvisible, parseDate, splitInvisible } from './format'
 
 describe('format', () => {
+  it('says a count of one in the singular', () => {
+    expect(counted(1, 'task')).toBe('1 task')
+    expect(counted(0, 'task')).toBe('0 tasks')
+    expect(counted(2, 'task')).toBe('2 tasks')
+    expect(counted(1200, 'process', 'processes')).toBe('1,200 processes')
+    expect(counted(1, 'process', 'processes')).toBe('1 process')
+    expect(exactBytes(1)).toBe('1 byte')
+    expect(exactBytes(2048)).toBe('2,048 bytes')
+  })
+
   it('names invisible and bidi characters instead of passing them through', () => {
     expect(splitInvisible('invoice\u202Egpj.exe')).toEqual([{ text: 'invoice' }, { control: 'RLO', code: 0x202e }, { text: 'gpj.exe' }])
     expect(splitInvisible('a\u0000b\u2067')).toEqual([{ text: 'a' }, { control: 'NUL', code: 0 }, { text: 'b' }, { control: 'RLI', code: 0x2067 }])

@@ -34,7 +34,12 @@ export function formatBytes(bytes: number | null | undefined): string {
 
 export function exactBytes(bytes: number | null | undefined): string {
   if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return ''
-  return `${bytes.toLocaleString('en-US')} bytes`
+  return counted(bytes, 'byte')
+}
+
+/** A count and its noun, singular for 1: counted(1, 'task') → "1 task", counted(1200, 'task') → "1,200 tasks". */
+export function counted(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? noun : plural}`
 }
 
 /**

@@ -12,6 +12,7 @@ import { TechniqueLink } from '../report/attack'
 import { compareFacts, type Row } from './diff'
 import type { ReportFacts } from './facts'
 import { DiffSection, DiffTable, SideCell } from './DiffTable'
+import { counted } from '../format'
 
 const SEVERITY = ['', 'info', 'warning', 'danger']
 
@@ -62,7 +63,7 @@ export function CompareView({ a, b, onlyDiff }: { a: ReportFacts; b: ReportFacts
       </DiffSection>
 
       <DiffSection title="Processes">
-        <p className="mb-2 text-sm text-zinc-700 dark:text-zinc-300">A: {a.processCount.toLocaleString('en-US')} processes · B: {b.processCount.toLocaleString('en-US')} processes</p>
+        <p className="mb-2 text-sm text-zinc-700 dark:text-zinc-300">A: {counted(a.processCount, 'process', 'processes')} · B: {counted(b.processCount, 'process', 'processes')}</p>
         <DiffSection title="By name" rows={c.processNames} level={3}>
           <DiffTable rows={c.processNames} label="process names" onlyDiff={onlyDiff} columns={[
             { title: 'name', cell: (r) => <Mono value={r.key} />, sort: (r) => r.key },

@@ -249,7 +249,7 @@ function peFacts(s: Obj, d: StaticDigest): void {
   for (const k of ['pe_imphash', 'pe_timestamp', 'pe_machine', 'pe_is64', 'pe_entrypoint', 'pdb_path', 'pe_signed', 'imported_dll_count', 'pe_export_dll']) {
     if (s[k] !== undefined && s[k] !== null) d.fact(`PE ${words(k)}`, s[k])
   }
-  if (isObj(s.pe_overlay)) d.fact('PE overlay', `${scalar(s.pe_overlay.size)} bytes at ${scalar(s.pe_overlay.offset)}`)
+  if (isObj(s.pe_overlay)) d.fact('PE overlay', `${scalar(s.pe_overlay.size)} ${s.pe_overlay.size === 1 ? 'byte' : 'bytes'} at ${scalar(s.pe_overlay.offset)}`)
   const sig = s.signature
   if (Array.isArray(sig)) d.fact('PE signature', sig.length > 0 ? `present (${sig.length})` : 'none')
   else if (sig !== undefined && sig !== null && !isObj(sig)) d.fact('PE signature', sig)
@@ -322,7 +322,7 @@ function staticFacts(report: unknown, capped: string[]): Pick<ReportFacts, 'stat
   if (isObj(s.archive)) {
     d.fact('Archive type', s.archive.type)
     d.fact('Archive members', s.archive.count)
-    for (const e of objs(s.archive, 'entries')) d.item('Archive members', str(e, 'name'), num(e, 'size') !== null ? `${num(e, 'size')} bytes` : '')
+    for (const e of objs(s.archive, 'entries')) d.item('Archive members', str(e, 'name'), num(e, 'size') !== null ? `${num(e, 'size')} ${num(e, 'size') === 1 ? 'byte' : 'bytes'}` : '')
   }
   d.fact('Static analysis error', s.error)
   for (const x of strs(report, 'strings').slice(0, 5000)) d.item('Strings', cut(x, 1024))

@@ -4,7 +4,7 @@
 // given each recording's loader.
 import { useEffect, useRef, useState, type JSX } from 'react'
 import { parseRecording, type Recording } from '../../../shared/console-recording'
-import { formatDuration } from '../format'
+import { counted, formatDuration } from '../format'
 import { SafeText } from '../components/text'
 import { Replayer } from './replay'
 
@@ -89,7 +89,7 @@ function Player({ source }: { source: RecordingSource }): JSX.Element {
           <span className="tabular-nums" data-testid="replay-time" data-ended={ended ? 'true' : 'false'}>{formatDuration(position / 1000)} / {formatDuration(duration / 1000)}</span>
           <span className="text-zinc-500">
             {rec.meta.role === 'view' ? 'view-only session' : 'interactive session'}, opened {new Date(rec.meta.started).toLocaleString()}
-            {rec.input.length > 0 && `, ${rec.input.reduce((a, i) => a + i.keys, 0)} keys and ${rec.input.reduce((a, i) => a + i.clicks, 0)} clicks`}
+            {rec.input.length > 0 && `, ${counted(rec.input.reduce((a, i) => a + i.keys, 0), 'key')} and ${counted(rec.input.reduce((a, i) => a + i.clicks, 0), 'click')}`}
             {rec.ended !== null && <> · ended: <SafeText value={rec.ended} /></>}
             {rec.capped && ' · the recording reached its cap: the rest was not recorded'}
             {rec.truncated && ' · the file ends mid-record (cut short)'}

@@ -6,7 +6,7 @@ import {
   Area, AreaChart, CartesianGrid, Cell, Legend, Pie, PieChart, PolarAngleAxis, RadialBar, RadialBarChart,
   ResponsiveContainer, Tooltip, XAxis, YAxis
 } from 'recharts'
-import { formatBytes } from '../format'
+import { counted, formatBytes } from '../format'
 
 /** Same hues as StatusBadge, mid-tones that read on light and dark backgrounds. */
 export const STATE_COLORS: Record<string, string> = {
@@ -37,7 +37,7 @@ export function Panel({ title, children, className = '' }: { title: string; chil
 /** Task counts by state: a donut with the total in its middle and a legend with every count. */
 export function StatesChart({ states, total }: { states: { status: string; count: number }[]; total: number }): JSX.Element {
   const shown = states.filter((s) => s.count > 0)
-  const summary = `${total} tasks: ${states.map((s) => `${label(s.status)} ${s.count}`).join(', ')}`
+  const summary = `${counted(total, 'task')}: ${states.map((s) => `${label(s.status)} ${s.count}`).join(', ')}`
   return (
     <div className="flex items-center gap-4">
       <div role="img" aria-label={summary} className="relative h-44 w-44 shrink-0">
@@ -129,7 +129,7 @@ export function PerDayChart({ days }: { days: { day: string; added: number; fini
   const added = days.reduce((a, d) => a + d.added, 0)
   const finished = days.reduce((a, d) => a + d.finished, 0)
   return (
-    <div role="img" aria-label={`Over ${days.length} days: ${added} tasks added, ${finished} finished`} className="h-56 w-full text-zinc-500">
+    <div role="img" aria-label={`Over ${counted(days.length, 'day')}: ${counted(added, 'task')} added, ${finished.toLocaleString('en-US')} finished`} className="h-56 w-full text-zinc-500">
       <ResponsiveContainer width="100%" height="100%">
         <AreaChart data={days} margin={{ top: 4, right: 8, bottom: 0, left: -16 }}>
           <CartesianGrid strokeDasharray="3 3" stroke="rgb(161 161 170 / 0.3)" vertical={false} />

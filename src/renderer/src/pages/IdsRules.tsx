@@ -10,6 +10,7 @@ import { SafeText } from '../components/text'
 import { ErrorNote } from '../dashboard/ErrorNote'
 import { ErrorBody } from '../../../shared/api/schemas'
 import { RuleSetImported, RuleSetList, type RuleSetView as RuleSet } from '../../../shared/api/ids'
+import { counted } from '../format'
 
 const KIND: Record<RuleSet['kind'], string> = { bundled: "Debian's suricata package", aviary: "Aviary's own", imported: 'imported' }
 const key = ['ids', 'rules'] as const
@@ -53,7 +54,7 @@ export function IdsRulesPage(): JSX.Element {
     const r = await fetchJson(null, `/aviary/ids/rules?filename=${encodeURIComponent(file.name)}&replace=true`, RuleSetImported, {
       method: 'POST', body: await readBytes(file), headers: { 'Content-Type': 'application/octet-stream' }
     })
-    return `${r.replaced ? 'Replaced' : 'Imported'} ${r.ruleset.name}: ${r.ruleset.rules} rules in ${r.ruleset.files} files.`
+    return `${r.replaced ? 'Replaced' : 'Imported'} ${r.ruleset.name}: ${counted(r.ruleset.rules, 'rule')} in ${counted(r.ruleset.files, 'file')}.`
   })
   const remove = (name: string) => act(async () => {
     await sendJson(null, 'DELETE', `/aviary/ids/rules/${encodeURIComponent(name)}`, ErrorBody)

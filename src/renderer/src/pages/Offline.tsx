@@ -3,7 +3,7 @@
 // it with the same report views as the Task page. Nothing leaves the page: no server is called.
 import { useCallback, useEffect, useRef, useState, type DragEvent, type JSX } from 'react'
 import { SafeText } from '../components/text'
-import { formatBytes } from '../format'
+import { counted, formatBytes } from '../format'
 import { ReportViews } from '../report/ReportViews'
 import { reportTitle } from '../report/SummaryView'
 import { MAX_ARCHIVE_BYTES, readArchive } from '../offline/archive'
@@ -92,7 +92,7 @@ export function OfflinePage(): JSX.Element {
       {state.kind === 'open' && (
         <div>
           <p className="mb-3 text-sm text-zinc-500">
-            <SafeText value={state.name} />{state.analysis.root && <> · folder <SafeText value={state.analysis.root} /></>} · {state.analysis.files.size} files
+            <SafeText value={state.name} />{state.analysis.root && <> · folder <SafeText value={state.analysis.root} /></>} · {counted(state.analysis.files.size, 'file')}
             {state.reportUrl === null && ' · no reports/report.json: only the files are shown'}
             {' · '}<span className="sr-only">Report of </span><SafeText value={reportTitle(state.analysis.report)} className="font-medium text-zinc-800 dark:text-zinc-200" />
           </p>

@@ -80,6 +80,19 @@ describe('Retention page', () => {
     const table = await screen.findByRole('table', { name: 'Retention rules' })
     expect(within(table).getByText('finished more than 30 days ago, score below 2')).toBeTruthy()
     expect(within(table).getByText('kept')).toBeTruthy()
+
+    // One task: said in the singular everywhere ("Delete these 1 task" was the fault).
+    const saved = within(table).getByRole('button', { name: 'Preview rule old and harmless' })
+    await user.click(saved)
+    await screen.findByRole('heading', { name: /^Preview: rule #\d+ old and harmless$/ })
+    expect(rowIds()).toEqual([ids.old])
+    expect(screen.getByTestId('preview-summary').textContent).toMatch(/^1 task would be deleted, freeing /)
+    expect(screen.queryByRole('button', { name: /^Delete these/ })).toBeNull()
+    await user.click(screen.getByRole('button', { name: 'Delete this task…' }))
+    const question = screen.getByRole('group', { name: /^Delete 1 task, its analysis\? This cannot be undone\.$/ })
+    expect(within(question).getByRole('button', { name: 'Yes, delete it' })).toBeTruthy()
+    await user.click(within(question).getByRole('button', { name: 'Cancel' }))
+    expect((await h.get(`/tasks/view/${ids.old}`)).status).toBe(200)
   })
 
   it('previews a saved rule with its tasks and space, deletes exactly those, and records the run', async () => {

@@ -12,6 +12,7 @@ import { useDebounced } from '../tasks/use-debounced'
 import { CallPages, filterKey, type CallFilter, type CallsListing, type CallsSource, type ProcessCalls } from './calls-source'
 import { argsLine, callDate, callFailed, callTime, plainSafe, returnText, valueText } from './calls-format'
 import { isObj, type Obj } from './model'
+import { counted } from '../format'
 
 export const ROW_PX = 24
 export const MAX_SCROLL_PX = 15_000_000
@@ -132,7 +133,7 @@ function ProcessPicker({ listing, pid, onPid }: { listing: CallsListing; pid: nu
       <select aria-label="Process" value={pid ?? ''} onChange={(e) => onPid(Number(e.target.value))}
         className="max-w-64 rounded border border-zinc-300 bg-transparent px-1 py-0.5 dark:border-zinc-700">
         {!known && pid !== null && <option value={pid}>pid {pid} · no calls</option>}
-        {listing.processes.map((p) => <option key={p.pid} value={p.pid}>{plainSafe(valueText(p.process_name, 60)) || '(unknown)'} · pid {p.pid} · {p.calls.toLocaleString('en-US')} calls</option>)}
+        {listing.processes.map((p) => <option key={p.pid} value={p.pid}>{plainSafe(valueText(p.process_name, 60)) || '(unknown)'} · pid {p.pid} · {counted(p.calls, 'call')}</option>)}
       </select>
     </label>
   )
@@ -224,7 +225,7 @@ export function CallsView({ source, listing, pid, onPid }: CallsViewProps): JSX.
         ))}
       </div>
       <p role="status" className="text-xs text-zinc-500" data-testid="calls-count">
-        {loading ? 'Loading calls…' : `${total.toLocaleString('en-US')} of ${proc.calls.toLocaleString('en-US')} calls`}
+        {loading ? 'Loading calls…' : `${total.toLocaleString('en-US')} of ${counted(proc.calls, 'call')}`}
         {proc.dropped > 0 && ` · ${proc.dropped.toLocaleString('en-US')} more were seen but not kept (over the per-process cap)`}
         {listing.origin === 'report' && (listing.unpaged ? ' · from the report (this server does not page calls)' : ' · from the report')}
       </p>

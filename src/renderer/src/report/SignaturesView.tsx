@@ -6,6 +6,7 @@ import { SafeText } from '../components/text'
 import { num, obj, objs, str, textOf, type Obj } from './model'
 import { Empty, Mono, Section } from './common'
 import { Techniques, techniques } from './attack'
+import { counted } from '../format'
 
 const SEVERITY: Record<number, { word: string; tone: string }> = {
   1: { word: 'info', tone: 'border-sky-500' },
@@ -56,7 +57,7 @@ function Signature({ s }: { s: Obj }): JSX.Element {
         </ul>
       )}
       {marks.length > shown.length && (
-        <button type="button" className="text-xs text-sky-700 underline dark:text-sky-400" onClick={() => setAll(true)}>show {marks.length - shown.length} more marks</button>
+        <button type="button" className="text-xs text-sky-700 underline dark:text-sky-400" onClick={() => setAll(true)}>show {counted(marks.length - shown.length, 'more mark', 'more marks')}</button>
       )}
     </li>
   )

@@ -4,6 +4,7 @@
 import { useMemo, useRef, useState, type CSSProperties, type JSX, type ReactNode } from 'react'
 import { useVirtualizer } from '@tanstack/react-virtual'
 import { SafeText } from '../components/text'
+import { counted } from '../format'
 
 export function Section({ title, count, children }: { title: string; count?: number; children: ReactNode }): JSX.Element {
   return (
@@ -116,7 +117,7 @@ function VirtualRows<T>({ rows, head, row, label }: { rows: readonly T[]; head: 
   const top = items[0]?.start ?? 0
   const bottom = v.getTotalSize() - (items[items.length - 1]?.end ?? 0)
   return (
-    <div ref={box} className="max-h-[32rem] overflow-auto" tabIndex={0} aria-label={`${label} (${rows.length} rows, scrollable)`}>
+    <div ref={box} className="max-h-[32rem] overflow-auto" tabIndex={0} aria-label={`${label} (${counted(rows.length, 'row')}, scrollable)`}>
       <table aria-label={label} aria-rowcount={rows.length} className="w-full text-sm">
         {head}
         <tbody>

@@ -8,6 +8,7 @@ import { useState, type JSX } from 'react'
 import { Link } from 'react-router'
 import { Bytes, SafeText } from '../components/text'
 import { ScoreBadge, StatusBadge } from '../components/status'
+import { counted } from '../format'
 import type { Preview, RunRecord, Selection } from './api'
 
 /** Rows drawn at once; the run still takes every task listed by the service. */
@@ -38,7 +39,7 @@ export function PreviewPanel({ selection, preview, running, result, runError, un
   const [confirming, setConfirming] = useState(false)
   const unfinishedNote = unfinished !== null && unfinished > 0 && (
     <p data-testid="retention-unfinished" className="text-sm text-zinc-700 dark:text-zinc-300">
-      {unfinished} {unfinished === 1 ? 'task is' : 'tasks are'} not finished (pending, running or being processed): no rule deletes {unfinished === 1 ? 'it' : 'them'} until {unfinished === 1 ? 'it is' : 'they are'} reported or failed.
+      {counted(unfinished, 'task')} {unfinished === 1 ? 'is' : 'are'} not finished (pending, running or being processed): no rule deletes {unfinished === 1 ? 'it' : 'them'} until {unfinished === 1 ? 'it is' : 'they are'} reported or failed.
     </p>
   )
   if (result) {
@@ -61,10 +62,10 @@ export function PreviewPanel({ selection, preview, running, result, runError, un
       </header>
       <p data-testid="preview-summary" className="text-sm">
         {count === 0 && recordings.length === 0 ? 'Nothing to delete now.' : count === 0 ? null : <>
-          <strong>{count} {count === 1 ? 'task' : 'tasks'}</strong> would be deleted, freeing <strong><Bytes value={p.total.bytes + p.total.sample_bytes} /></strong>
-          {p.samples.length > 0 && <> (analyses <Bytes value={p.total.bytes} />, {p.samples.length} stored {p.samples.length === 1 ? 'sample' : 'samples'} <Bytes value={p.total.sample_bytes} />)</>}.
+          <strong>{counted(count, 'task')}</strong> would be deleted, freeing <strong><Bytes value={p.total.bytes + p.total.sample_bytes} /></strong>
+          {p.samples.length > 0 && <> (analyses <Bytes value={p.total.bytes} />, {counted(p.samples.length, 'stored sample')} <Bytes value={p.total.sample_bytes} />)</>}.
         </>}
-        {recordings.length > 0 && <> The live console recordings of <strong>{recordings.length} {recordings.length === 1 ? 'task' : 'tasks'}</strong> would be deleted first, freeing <strong><Bytes value={recordingBytes} /></strong>: those tasks stay.</>}
+        {recordings.length > 0 && <> The live console recordings of <strong>{counted(recordings.length, 'task')}</strong> would be deleted first, freeing <strong><Bytes value={recordingBytes} /></strong>: those tasks stay.</>}
         {p.disk && <> Disk free now: <Bytes value={p.disk.free} /> of <Bytes value={p.disk.total} />.</>}
       </p>
       {count > 0 && (
@@ -87,7 +88,7 @@ export function PreviewPanel({ selection, preview, running, result, runError, un
               ))}
             </tbody>
           </table>
-          {count > SHOWN_ROWS && <p className="text-sm">… and {count - SHOWN_ROWS} more (all {count} are deleted by the run).</p>}
+          {count > SHOWN_ROWS && <p className="text-sm">… and {(count - SHOWN_ROWS).toLocaleString('en-US')} more (all {count.toLocaleString('en-US')} are deleted by the run).</p>}
         </div>
       )}
       {recordings.length > 0 && (
@@ -109,18 +110,18 @@ export function PreviewPanel({ selection, preview, running, result, runError, un
         <div role="group" aria-labelledby="retention-confirm" className="flex flex-wrap items-center gap-2 rounded border border-red-300 bg-red-50 px-2 py-1 text-sm dark:border-red-800 dark:bg-red-950">
           <span id="retention-confirm" className="text-red-900 dark:text-red-100">
             {count > 0
-              ? <>Delete {count} {count === 1 ? 'task' : 'tasks'}, {count === 1 ? 'its analysis' : 'their analyses'}{p.samples.length > 0 ? ` and ${p.samples.length} stored ${p.samples.length === 1 ? 'sample' : 'samples'}` : ''}{recordings.length > 0 ? ', and the console recordings listed' : ''}? This cannot be undone.</>
-              : <>Delete the console recordings of {recordings.length} {recordings.length === 1 ? 'task' : 'tasks'}? This cannot be undone.</>}
+              ? <>Delete {counted(count, 'task')}, {count === 1 ? 'its analysis' : 'their analyses'}{p.samples.length > 0 ? ` and ${counted(p.samples.length, 'stored sample')}` : ''}{recordings.length > 0 ? ', and the console recordings listed' : ''}? This cannot be undone.</>
+              : <>Delete the console recordings of {counted(recordings.length, 'task')}? This cannot be undone.</>}
           </span>
           <button type="button" disabled={running} onClick={onRun} className="rounded bg-red-700 px-3 py-1 font-medium text-white disabled:opacity-50">
-            {running ? 'Deleting…' : count > 0 ? `Yes, delete ${count === 1 ? 'it' : `all ${count}`}` : 'Yes, delete them'}
+            {running ? 'Deleting…' : count > 0 ? `Yes, delete ${count === 1 ? 'it' : `all ${count}`}` : `Yes, delete ${recordings.length === 1 ? 'it' : 'them'}`}
           </button>
           <button type="button" disabled={running} onClick={() => setConfirming(false)} className="rounded border border-zinc-400 px-3 py-1 disabled:opacity-50 dark:border-zinc-600">Cancel</button>
         </div>
       ) : (
         <div>
           <button type="button" onClick={() => setConfirming(true)} className="rounded bg-red-700 px-3 py-1 font-medium text-white">
-            {count > 0 ? `Delete these ${count} ${count === 1 ? 'task' : 'tasks'}${recordings.length > 0 ? ' and the recordings' : ''}…` : `Delete the recordings of ${recordings.length} ${recordings.length === 1 ? 'task' : 'tasks'}…`}
+            {count > 0 ? `${count === 1 ? 'Delete this task' : `Delete these ${counted(count, 'task')}`}${recordings.length > 0 ? ' and the recordings' : ''}…` : `Delete the recordings of ${counted(recordings.length, 'task')}…`}
           </button>
         </div>
       ))}
@@ -132,7 +133,7 @@ export function PreviewPanel({ selection, preview, running, result, runError, un
 export function RunResult({ run }: { run: RunRecord }): JSX.Element {
   return (
     <div role="status" data-testid="run-result" className="rounded border border-emerald-300 bg-emerald-50 px-2 py-1 text-sm text-emerald-950 dark:border-emerald-800 dark:bg-emerald-950 dark:text-emerald-50">
-      <p>Deleted {run.deleted.length} {run.deleted.length === 1 ? 'task' : 'tasks'}{run.samples.length > 0 && ` and ${run.samples.length} stored ${run.samples.length === 1 ? 'sample' : 'samples'}`}{(run.recordings?.length ?? 0) > 0 && `, and the console recordings of ${run.recordings!.length} ${run.recordings!.length === 1 ? 'task' : 'tasks'}`}, freed <Bytes value={run.freed_bytes} />.</p>
+      <p>Deleted {counted(run.deleted.length, 'task')}{run.samples.length > 0 && ` and ${counted(run.samples.length, 'stored sample')}`}{(run.recordings?.length ?? 0) > 0 && `, and the console recordings of ${counted(run.recordings!.length, 'task')}`}, freed <Bytes value={run.freed_bytes} />.</p>
       {run.skipped.length > 0 && (
         <ul aria-label="Left alone">
           {run.skipped.map((s) => <li key={s.id}>Task #{s.id} left alone: <SafeText value={s.reason} /></li>)}

@@ -3,6 +3,7 @@
 import type { JSX } from 'react'
 import { Bytes, SafeText, When } from '../components/text'
 import { ErrorNote } from '../dashboard/ErrorNote'
+import { counted } from '../format'
 import type { RunRecord } from './api'
 
 const TRIGGER: Record<string, string> = { api: 'run from the UI or API', schedule: 'scheduled', cli: 'aviary retention run' }
@@ -17,8 +18,8 @@ export function RunsList({ runs, error }: { runs: RunRecord[] | undefined; error
         <ul aria-label="Recent retention runs" className="flex flex-col gap-1 text-sm">
           {runs.map((r) => (
             <li key={`${r.started_at}-${r.trigger}`} data-trigger={r.trigger}>
-              <When value={r.started_at} absolute />, {TRIGGER[r.trigger] ?? r.trigger}: deleted {r.deleted.length} {r.deleted.length === 1 ? 'task' : 'tasks'}
-              {r.samples.length > 0 && ` and ${r.samples.length} ${r.samples.length === 1 ? 'sample' : 'samples'}`}, freed <Bytes value={r.freed_bytes} />
+              <When value={r.started_at} absolute />, {TRIGGER[r.trigger] ?? r.trigger}: deleted {counted(r.deleted.length, 'task')}
+              {r.samples.length > 0 && ` and ${counted(r.samples.length, 'sample')}`}, freed <Bytes value={r.freed_bytes} />
               {r.skipped.length > 0 && <>, left {r.skipped.length} alone</>}
               {r.deleted.length > 0 && (
                 <details className="ml-4">
