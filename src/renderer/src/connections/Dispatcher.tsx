@@ -8,7 +8,7 @@ import { keys } from '../api/live'
 import { SafeText } from '../components/text'
 import { ErrorNote } from '../dashboard/ErrorNote'
 import { useUi } from '../state/ui'
-import { DistTasks, entries as rows, getEither, nodeNames, taskTarget, useDistNodes, type DistNode, type DistTask } from './dist-api'
+import { DistTasks, entries as rows, getEither, nodeNames, taskTarget, useDistNodes, type DistNode } from './dist-api'
 
 /** What Aviary's dispatcher says of a node's health (Cuckoo's says nothing: a dash). */
 function nodeState(n: DistNode): { text: string; title: string } {

@@ -12,7 +12,7 @@ import { KeyValues, Mono } from '../report/common'
 import { ReportViews } from '../report/ReportViews'
 import type { ReportSources } from '../report/model'
 import { Type } from 'typebox'
-import { DistTasks, entries, getEither, nodeNames, taskTarget, useDistNodes, type DistTask } from './dist-api'
+import { DistTasks, entries, getEither, nodeNames, taskTarget, useDistNodes } from './dist-api'
 
 export function DispatcherTask({ connection, id }: { connection: number; id: number }): JSX.Element {
   const [tab, setTab] = useState('summary')
