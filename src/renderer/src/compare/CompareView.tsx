@@ -1,7 +1,8 @@
 // Two analyses side by side, from their digests: the overview (score first), signatures with their
 // ATT&CK techniques, processes (by name, by command line, and where they sat in the tree), the
 // network (domains, IP addresses, HTTP requests of the capture and the proxy), dropped files by
-// hash, and the static facts. Every row says whether it is only in A, only in B, in both, or in
+// hash, what the behavior summary says the run touched (files by path and by name, command lines,
+// mutexes, registry keys), and the static facts. Every row says whether it is only in A, only in B, in both, or in
 // both but different; "only differences" hides what the two share. Every string is the sample's
 // or a server's: all of it goes through SafeText.
 import { useMemo, type JSX } from 'react'
@@ -10,7 +11,7 @@ import { ScoreBadge } from '../components/status'
 import { Mono, Tags } from '../report/common'
 import { TechniqueLink } from '../report/attack'
 import { compareFacts, type Row } from './diff'
-import type { ReportFacts } from './facts'
+import type { ReportFacts, Touched } from './facts'
 import { DiffSection, DiffTable, SideCell } from './DiffTable'
 import { counted } from '../format'
 
@@ -133,6 +134,28 @@ export function CompareView({ a, b, onlyDiff }: { a: ReportFacts; b: ReportFacts
         ]} />
       </DiffSection>
 
+      <DiffSection title="Touched by the run">
+        <DiffSection title="Files" rows={c.files} level={3}>
+          <TouchedTable rows={c.files} label="file paths" title="path" onlyDiff={onlyDiff} />
+        </DiffSection>
+        <DiffSection title="File names" rows={c.fileNames} level={3}>
+          <DiffTable rows={c.fileNames} label="file names" onlyDiff={onlyDiff} columns={[
+            { title: 'name', cell: (r) => <Mono value={r.key} />, sort: (r) => r.key },
+            { title: 'paths in A', className: 'break-all text-xs', cell: (r) => side(r, 'a', (x) => <Paths paths={x.paths} />) },
+            { title: 'paths in B', className: 'break-all text-xs', cell: (r) => side(r, 'b', (x) => <Paths paths={x.paths} />) }
+          ]} />
+        </DiffSection>
+        <DiffSection title="Command lines run" rows={c.commands} level={3}>
+          <TouchedTable rows={c.commands} label="command lines run" title="command line" onlyDiff={onlyDiff} />
+        </DiffSection>
+        <DiffSection title="Mutexes" rows={c.mutexes} level={3}>
+          <TouchedTable rows={c.mutexes} label="mutexes" title="mutex" onlyDiff={onlyDiff} />
+        </DiffSection>
+        <DiffSection title="Registry keys" rows={c.registryKeys} level={3}>
+          <TouchedTable rows={c.registryKeys} label="registry keys" title="key" onlyDiff={onlyDiff} />
+        </DiffSection>
+      </DiffSection>
+
       <DiffSection title="Static analysis" rows={c.staticFacts}>
         <DiffTable rows={c.staticFacts} label="static facts" onlyDiff={onlyDiff} columns={[
           { title: 'fact', cell: (r) => <SafeText value={r.key} />, sort: (r) => r.key, className: 'whitespace-nowrap' },
@@ -160,6 +183,21 @@ export function CompareView({ a, b, onlyDiff }: { a: ReportFacts; b: ReportFacts
       )}
     </div>
   )
+}
+
+/** A list of things compared by themselves: each row is in A, in B, or in both. */
+function TouchedTable({ rows, label, title, onlyDiff }: { rows: Row<Touched>[]; label: string; title: string; onlyDiff: boolean }): JSX.Element {
+  return (
+    <DiffTable rows={rows} label={label} onlyDiff={onlyDiff} columns={[
+      { title, className: 'break-all', cell: (r) => <Mono value={r.key} />, sort: (r) => r.key },
+      { title: 'A', cell: (r) => side(r, 'a', () => 'yes') },
+      { title: 'B', cell: (r) => side(r, 'b', () => 'yes') }
+    ]} />
+  )
+}
+
+function Paths({ paths }: { paths: string[] }): JSX.Element {
+  return <div>{paths.map((p, i) => <div key={i}><Mono value={p} /></div>)}</div>
 }
 
 function TreePath({ names }: { names: string[] }): JSX.Element {

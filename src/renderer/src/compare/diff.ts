@@ -3,7 +3,7 @@
 // signature's severity, a fact's value, how many processes have a name). Rows are in key order,
 // so what the two share lines up and what differs stands between.
 import type { Technique } from '../report/attack'
-import type { Address, DroppedFile, Domain, Fact, HttpRequest, IdsAlert, ProcessLine, ProcessName, ProcessPath, ReportFacts, SetItem, Signature } from './facts'
+import type { Address, DroppedFile, Domain, Fact, FileName, HttpRequest, IdsAlert, ProcessLine, ProcessName, ProcessPath, ReportFacts, SetItem, Signature, Touched } from './facts'
 
 export type Where = 'a' | 'b' | 'both'
 
@@ -32,6 +32,12 @@ export interface Comparison {
   http: Row<HttpRequest>[]
   idsAlerts: Row<IdsAlert>[]
   dropped: Row<DroppedFile>[]
+  files: Row<Touched>[]
+  /** In both but at other paths: changed. */
+  fileNames: Row<FileName>[]
+  commands: Row<Touched>[]
+  mutexes: Row<Touched>[]
+  registryKeys: Row<Touched>[]
   staticFacts: Row<Fact>[]
   staticSets: { title: string; rows: Row<SetItem>[] }[]
 }
@@ -87,6 +93,11 @@ export function compareFacts(a: ReportFacts, b: ReportFacts): Comparison {
     http: diffBy(a.http, b.http, (x, y) => sameList(x.statuses, y.statuses)),
     idsAlerts: diffBy(a.idsAlerts, b.idsAlerts, (x, y) => x.count === y.count),
     dropped: diffBy(a.dropped, b.dropped, (x, y) => sameList(x.paths, y.paths)),
+    files: diffBy(a.files, b.files),
+    fileNames: diffBy(a.fileNames, b.fileNames, (x, y) => sameList(x.paths, y.paths)),
+    commands: diffBy(a.commands, b.commands),
+    mutexes: diffBy(a.mutexes, b.mutexes),
+    registryKeys: diffBy(a.registryKeys, b.registryKeys),
     staticFacts: diffBy(a.staticFacts, b.staticFacts, (x, y) => x.value === y.value, true),
     staticSets: setTitles.map((title) => ({ title, rows: diffBy(items(a, title), items(b, title), (x, y) => x.detail === y.detail) }))
   }

