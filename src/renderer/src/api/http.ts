@@ -75,13 +75,13 @@ export function pageFetch(connection: ConnectionId): typeof fetch {
  * does not fit `answer` an HttpError of status 0 naming the request and the first misfit.
  */
 export async function fetchJson<T extends TSchema>(connection: ConnectionId, path: string, answer: T, init: RequestInit = {}, signal?: AbortSignal): Promise<Static<T>> {
-  const url = await apiUrl(connection, path)
-  const res = await pageFetch(connection)(url, { ...init, signal: signal ?? init.signal ?? null })
+  const res = await pageFetch(connection)(await apiUrl(connection, path), { ...init, signal: signal ?? init.signal ?? null })
   if (!res.ok) throw await errorOf(res)
   // No size cap here, unlike the shared client's: reports are as large as they are, and the
   // other answers come from Aviary's own routes.
   const text = await res.text()
-  return decodeAnswer(`${init.method ?? 'GET'} ${url}`, res.status, text, new AnswerShape(answer), Infinity)
+  // Named by its path: the page already says which server it shows (a connection's proxy URL would only confuse).
+  return decodeAnswer(`${init.method ?? 'GET'} ${path}`, res.status, text, new AnswerShape(answer), Infinity)
 }
 
 /** Sends a JSON body (POST/PUT/DELETE) to a connection's API; the answer is checked as fetchJson's. */
