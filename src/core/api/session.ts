@@ -15,6 +15,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { ErrorBody } from '../../shared/api/schemas'
+import { SessionState } from '../../shared/api/ui-schemas'
 import { ErrorCodes } from '../../shared/errors'
 import { send } from './error-handler'
 
@@ -92,10 +93,6 @@ function cookie(request: FastifyRequest, value: string, maxAgeSeconds: number): 
   return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeSeconds}${secure}`
 }
 
-const SessionState = Type.Object({
-  token_required: Type.Boolean({ description: 'whether the service was started with an API token' }),
-  signed_in: Type.Boolean({ description: 'whether this request carries a valid session cookie' })
-})
 const SignInBody = Type.Object({
   token: Type.Optional(Type.String({ writeOnly: true, maxLength: 4096, description: 'the API token the service was started with', examples: ['s3cret'] }))
 })

@@ -71,6 +71,8 @@ export const ANSWERS = {
   rebooted: reads(TaskRebooted, Type.Object({ reboot_id: Type.Optional(Type.Integer()) })),
   rereported: reads(TaskRereported, Type.Object({ success: Type.Optional(Type.Boolean()) })),
   timeline: reads(Timeline, Type.Object({ timeline: Type.Array(Type.Object({})) })),
+  // A `task` event of GET /events carries {"task": Task}, as /tasks/view does.
+  taskEvent: reads(TaskView, Type.Object({ task: Type.Object({ id: Id, status: Type.String() }) })),
   searched: reads(TaskSearchResult, Type.Object({ tasks: Type.Array(Type.Object({ id: Id, status: Type.String() })), total: Type.Integer({ minimum: 0 }) }))
 }
 

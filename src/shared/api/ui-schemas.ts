@@ -1,5 +1,5 @@
 // Schemas of the Aviary-only routes under /aviary/ that the UI uses (stats, task search, machine
-// controls, doctor). Cuckoo's routes keep theirs in schemas.ts, responses.ts and requests.ts. Like
+// controls, doctor, the browser's session). Cuckoo's routes keep theirs in schemas.ts, responses.ts and requests.ts. Like
 // there, `x-allowed` says in words what a field accepts: it is what a 400 tells the client.
 import { Type, type Static } from 'typebox'
 import { allowed } from './schema-words'
@@ -116,6 +116,13 @@ export const DoctorAnswer = Type.Object({
   leftovers: Type.Optional(Finding)
 }, { description: 'the findings of `aviary doctor` (cached for 30 s)' })
 export type DoctorAnswer = Static<typeof DoctorAnswer>
+
+/** GET /aviary/session: whether the service wants a token, and whether this browser is signed in. */
+export const SessionState = Type.Object({
+  token_required: Type.Boolean({ description: 'whether the service was started with an API token' }),
+  signed_in: Type.Boolean({ description: 'whether this request carries a valid session cookie' })
+})
+export type SessionState = Static<typeof SessionState>
 
 /** GET /aviary/routes: the network routes this host offers tasks. */
 export const RoutesAnswer = Type.Object({

@@ -5,8 +5,10 @@ import { useEffect, useState } from 'react'
 import { useQueryClient, type QueryClient } from '@tanstack/react-query'
 import { create } from 'zustand'
 import { apiUrl, type ConnectionId } from './http'
+import { ANSWERS, decodeAnswer } from '../../../shared/api/client'
 
-export interface TaskEvent { task: { id: number; status: string } & Record<string, unknown> }
+/** A `task` event: the task as /tasks/view shows it; of it, its id and status are checked. */
+export type TaskEvent = { task: { id: number; status: string } & Record<string, unknown> }
 
 /** Query keys used across pages: everything about a connection starts with ['c', connection]. */
 export const keys = {
@@ -62,7 +64,9 @@ export function useLiveEvents(connection: ConnectionId, enabled = true): boolean
       source.onopen = () => setLive(true)
       source.onerror = () => setLive(false)
       source.addEventListener('task', (e) => {
-        try { onTask(qc, connection, JSON.parse((e as MessageEvent<string>).data) as TaskEvent) } catch { /* a malformed event is ignored */ }
+        try {
+          onTask(qc, connection, decodeAnswer('event task', 200, (e as MessageEvent<string>).data, ANSWERS.taskEvent, Infinity))
+        } catch { /* a malformed event is ignored */ }
       })
       source.addEventListener('task_deleted', () => scheduleInvalidate(qc, connection))
       source.addEventListener('machine', () => { void qc.invalidateQueries({ queryKey: keys.machines(connection) }) })

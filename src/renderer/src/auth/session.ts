@@ -5,6 +5,8 @@
 // sign-out ends it, and the next 401 brings the form back.
 import { create } from 'zustand'
 import { HttpError, localApiBase, onUnauthorized, type ConnectionId } from '../api/http'
+import { AnswerShape, decodeAnswer } from '../../../shared/api/client'
+import { SessionState } from '../../../shared/api/ui-schemas'
 
 interface AuthState {
   /** The sign-in form is shown. */
@@ -17,8 +19,6 @@ interface AuthState {
 
 export const useAuth = create<AuthState>()(() => ({ prompt: false, signedIn: false, epoch: 0 }))
 
-interface SessionState { token_required: boolean; signed_in: boolean }
-
 const sessionUrl = async (): Promise<string> => `${await localApiBase()}/aviary/session`
 
 async function failure(res: Response): Promise<HttpError> {
@@ -30,7 +30,8 @@ async function failure(res: Response): Promise<HttpError> {
 export async function refreshSession(): Promise<SessionState> {
   const res = await fetch(await sessionUrl(), { headers: { Accept: 'application/json' } })
   if (!res.ok) throw await failure(res)
-  const state = (await res.json()) as SessionState
+  // Not fetchJson: its 401 listeners call this very function.
+  const state = decodeAnswer('GET /aviary/session', res.status, await res.text(), new AnswerShape(SessionState), Infinity)
   useAuth.setState({ signedIn: state.signed_in, ...(state.token_required && !state.signed_in ? { prompt: true } : {}) })
   return state
 }
