@@ -86,7 +86,7 @@ describe('fetchJson and sendJson', () => {
     expect((err as HttpError).message).toBe('GET /aviary/stats: answered 200 with JSON of another shape (/tasks/total must be integer)')
     const html = await fetchJson(conn, '/aviary/machines', ControlledMachines).catch((e: unknown) => e)
     expect(html).toBeInstanceOf(HttpError)
-    expect((html as HttpError).message).toBe('GET /aviary/machines: answered 200 with a body that is not JSON: "<!DOCTYPE html><title>Maintenance</title>"')
+    expect((html as HttpError).message).toBe('GET /aviary/machines: answered 200 with a body that is not JSON: "<!DOCTYPE html><title>Maintenance</title…"') // its first 40 characters
     // A refusal is still the server's own message and status.
     const refused = await fetchJson(conn, '/aviary/retention', RetentionSettings).catch((e: unknown) => e)
     expect(refused).toMatchObject({ status: 404, message: 'no such route' })

@@ -192,7 +192,7 @@ describe('the Compare page', () => {
     const lines = section('By command line')
     expect(within(lines).getAllByTestId('tally')[0]!.textContent).toBe('20,000 only in A · 4 only in B · 0 in both')
     // A scroll box of a window of rows, never the 20,004.
-    expect(within(lines).getByLabelText(/command lines \(20004 rows, scrollable\)/)).toBeTruthy()
+    expect(within(lines).getByLabelText(/command lines \(20,004 rows, scrollable\)/)).toBeTruthy()
     expect(lines.querySelectorAll('tbody tr').length).toBeLessThan(100)
     expect(within(section('Left out')).getByText(/Command lines: the first 20,000 distinct entries are compared \(80,001 more left out\)/)).toBeTruthy()
   }, 90_000)
