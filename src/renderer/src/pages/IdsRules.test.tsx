@@ -37,7 +37,7 @@ describe('IDS rules page', () => {
     await waitFor(() => expect(names()).toEqual(['bundled', 'aviary']))
     const file = new File(['alert tcp any any -> any any (msg:"LOCAL x"; content:"x"; sid:3200001; rev:1;)\n'], 'local-test.rules')
     await user.upload(screen.getByLabelText('Rule set file'), file)
-    expect((await screen.findByRole('status')).textContent).toBe('Imported local-test: 1 rules in 1 files.')
+    expect((await screen.findByRole('status')).textContent).toBe('Imported local-test: 1 rule in 1 file.')
     await waitFor(() => expect(names()).toEqual(['bundled', 'aviary', 'local-test']))
     await user.click(screen.getByRole('button', { name: 'Remove local-test' }))
     await waitFor(() => expect(names()).toEqual(['bundled', 'aviary']))
