@@ -5,17 +5,18 @@
 // Chromium; the real preload (out/preload/index.cjs) runs in it as an init script; the page's
 // ipcRenderer.invoke reaches the handlers main registered through a page binding.
 //
-// What it proves: the preload's channels are the ones main handles; main accepts invokes only
-// from its window's top frame at the renderer's origin; a file dropped in the window reaches the
-// embedded service and becomes a task; saveDownload writes the service's bytes where the save
-// dialog said, after offering the downloads folder; notifications (the page's and a finished
-// task's) carry their title and body, and a click brings the window back; quitting stops the
-// service before the app ends.
+// What it proves: the preload's channels are the ones main handles; main refuses an invoke from
+// its window showing another origin; a file dropped in the window reaches the embedded service
+// and becomes a task; saveDownload writes the service's bytes where the save dialog said, after
+// offering the downloads folder; notifications (the page's and a finished task's) carry their
+// title and body, and a click brings the window back; main's permission and new-window handlers
+// deny; quitting stops the service before the app ends.
 // What it does not prove (Electron's own parts): the sandbox, context isolation, the app://
 // scheme (the window runs main's development mode, ELECTRON_RENDERER_URL, at a loopback server
-// of the stand-in that answers with main's app:// handler), the navigation and permission
-// guards (registered, not driven), native dialogs and notifications. test/electron-launch.test.ts
-// checks the real app where an Electron binary and a display exist.
+// of the stand-in that answers with main's app:// handler), that Electron calls the permission
+// and new-window handlers (the test calls them), the navigation guards (navigation is not
+// intercepted), native dialogs and notifications. test/electron-launch.test.ts checks the real
+// app where an Electron binary and a display exist.
 import { createHash } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -111,6 +112,22 @@ describe('the desktop shell under the Electron stand-in', () => {
     expect(standin.record.errorBoxes).toEqual([])
   })
 
+  it('installed handlers that deny every permission and open new windows in the browser', () => {
+    // The stand-in records these handlers (Chromium under Playwright has no hook to call them
+    // from), so they are called here as Electron would call them.
+    type Handler = (...args: unknown[]) => unknown
+    const { request, check, device } = standin.record.permissionHandlers as Record<string, Handler>
+    let granted: unknown
+    request!(standin.windows()[0]!.webContents, 'notifications', (g: boolean) => { granted = g })
+    expect(granted).toBe(false)
+    expect(check!(standin.windows()[0]!.webContents, 'clipboard-read')).toBe(false)
+    expect(device!({ deviceType: 'usb' })).toBe(false)
+    const [openWindow] = standin.record.windowOpenHandlers as Handler[]
+    expect(openWindow!({ url: 'https://example.com/report' })).toEqual({ action: 'deny' })
+    expect(openWindow!({ url: 'file:///etc/passwd' })).toEqual({ action: 'deny' })
+    expect(standin.record.openedExternally).toEqual(['https://example.com/report'])
+  })
+
   it('serves the window through the app:// handler main registered', async () => {
     const res = await fetch(`${rendererUrl}/index.html`)
     expect(res.status).toBe(200)
@@ -201,7 +218,7 @@ describe('the desktop shell under the Electron stand-in', () => {
     expect(pageErrors).toEqual([])
   })
 
-  it("refuses invokes from the window's top frame at another origin", async () => {
+  it('refuses an invoke from the window showing another origin', async () => {
     // The same page from another origin (localhost instead of 127.0.0.1): the preload runs, main refuses.
     await page.goto(`${rendererUrl.replace('127.0.0.1', 'localhost')}/index.html`)
     expect(await bridge('apiBaseUrl')).toEqual({ rejected: expect.stringMatching(/refused: not the app window/) })

@@ -20,8 +20,9 @@
 //  - dialog, shell and Notification record what main asks; the dialogs answer what the test
 //    queued (else "cancelled"); a notification's click is the test's to make.
 //  - session: the permission handlers main installs are recorded, not consulted (Playwright has
-//    no hook for Chromium's permission requests); app 'web-contents-created' is emitted, but
-//    will-navigate, setWindowOpenHandler and will-attach-webview handlers are recorded, not driven.
+//    no hook for Chromium's permission requests); app 'web-contents-created' is emitted, and the
+//    window-open handler recorded; will-navigate, will-redirect and will-attach-webview are never
+//    emitted (navigation is not intercepted).
 //  - net.fetch reads file: URLs (as Electron's does) and hands anything else to Node's fetch.
 //
 // The module `electron` resolves to for the main bundle (electron.mjs, through hooks.mjs) reads
