@@ -159,7 +159,7 @@ export async function createNetnsGuest(o: NetnsGuestOptions): Promise<NetnsGuest
 
 /**
  * Spawns `cmd` in network namespace `ns` with `tmpDir` as its private /tmp (and empty private
- * /dev/shm and /var/tmp), and each [source,
+ * /dev/shm and /var/tmp, and a private copy of /etc in `<tmpDir>-etc`), and each [source,
  * target] of `binds` mounted over target (a private copy of a system folder, say). In its own
  * process group.
  */
@@ -172,7 +172,13 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
   // /tmp, as a CI clone may be) are bound into the private /tmp at the same place first.
   const keep = visibleUnderTmp(opts.cwd ?? process.cwd())
   for (const rel of keep) mkdirSync(path.join(tmpDir, rel), { recursive: true })
-  const script = 'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "/tmp/$1" "$0/$1" || exit 1; shift; n=$((n-1)); done; ' +
+  const script =
+    // A VM has its own /etc too: without it, what other tests write there meanwhile (libvirt's
+    // domain and network XML, say) shows up as this guest's dropped files. The guest's copy is
+    // made here, inside `ip netns exec`, so it holds the guest's resolv.conf; once, beside its
+    // /tmp (the rename makes a second exec racing the first keep one copy).
+    'e="$0-etc"; [ -d "$e" ] || { cp -a /etc "$e.$$" && { mv -T "$e.$$" "$e" 2>/dev/null || rm -rf "$e.$$"; }; }; mount --bind "$e" /etc || exit 1; ' +
+    'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "/tmp/$1" "$0/$1" || exit 1; shift; n=$((n-1)); done; ' +
     'm=$1; shift; while [ "$m" -gt 0 ]; do mount --bind "$1" "$2" || exit 1; shift 2; m=$((m-1)); done; ' +
     // A VM has its own /dev/shm and /var/tmp too: without them, files other tests (PostgreSQL's
     // shared memory, a kvm guest's XML) make there meanwhile show up as this guest's dropped files.
@@ -216,6 +222,7 @@ async function removeLeftovers(ns: string, hostIf: string, etcDir: string, tmpDi
   await run('ip', ['link', 'del', hostIf]).catch(() => undefined)
   rmSync(etcDir, { recursive: true, force: true })
   rmSync(tmpDir, { recursive: true, force: true })
+  rmSync(`${tmpDir}-etc`, { recursive: true, force: true })
 }
 
 /** The process exists and is not a zombie. */
