@@ -240,8 +240,10 @@ describe('containment fails closed (rooter as root, services as nobody)', () => 
 
   it('a second service on the same rooter clears only its own grants, and cannot touch the first one\'s', async () => {
     const before = mark()
-    const id = await submitFile(s, 'first.py', prober({ file: 'first.json', probes: everywhere(lab, 'first', null), rounds: 8, every: 3 }),
-      { machine: 'lab0', options: 'route=none', timeout: '90' })
+    // Long enough that the first run still holds its grant when the second service has started,
+    // however slowly (it took over 30 s with other test files beside it).
+    const id = await submitFile(s, 'first.py', prober({ file: 'first.json', probes: everywhere(lab, 'first', null), rounds: 20, every: 3 }),
+      { machine: 'lab0', options: 'route=none', timeout: '150' })
     await running(s.url, id)
     const from = rooterLog.length
     const otherData = lab.dataDir(machines([2]))
@@ -266,11 +268,11 @@ describe('containment fails closed (rooter as root, services as nobody)', () => 
       second.proc.kill('SIGTERM')
       await new Promise((r) => second.proc.once('exit', r))
     }
-    expect(await waitForTask(s, id, FINAL, 150_000)).toBe('reported')
+    expect(await waitForTask(s, id, FINAL, 200_000)).toBe('reported')
     expect((await view(s.url, id)).errors).toEqual([])
     expect(Object.entries(probeResult(dataDir, id, 'first.json')).filter(([, ok]) => ok)).toEqual([])
     const got = heard(before) as { where: string; client: string; path?: string }[]
     expect(got.map((e) => `${e.where} ${e.client} ${e.path ?? ''}`)).toEqual([`upstream ${lab.natIp} /c-second_http_up`])
     expect(existsSync(path.join(lab.dir, 'rooter-state.json'))).toBe(true)
-  }, 240_000)
+  }, 360_000)
 })
