@@ -54,8 +54,11 @@ exit 0
 `
 }
 
+/** A URL the sample holds (a shell variable) and never uses: it reaches memory, not the wire. */
+const PLANTED = `http://planted-${Math.random().toString(36).slice(2, 10)}.net/cfg`
 const SAMPLE = `#!/bin/sh
 echo written-in-the-vm > /tmp/vm-dropped.txt
+CFG='${PLANTED}'
 sh -c 'sleep 1; echo child' &
 ping -c 1 -W 1 ${UPSTREAM_IP} || true
 wait
@@ -218,7 +221,7 @@ describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what
       const { body: report } = await h!.json<{
         behavior: { processtree: { process_name: string; children: { process_name: string; children: unknown[] }[] }[] }
         screenshots: { path: string }[]
-        memory?: { size?: number } | null
+        memory?: { size?: number; triage?: { baseline: string | null; urls: string[]; domains: string[] } } | null
       }>(`/tasks/report/${id}`)
       const tree = JSON.stringify(report.behavior.processtree)
       expect(tree).toContain('vm-sample.sh')
@@ -228,6 +231,18 @@ describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what
       expect(head(path.join(dir, 'shots/0001.jpg'), 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]))
       expect(head(path.join(dir, 'memory.dmp'), 4).toString('latin1')).toBe('\x7fELF')
       expect(statSync(path.join(dir, 'memory.dmp')).size).toBeGreaterThan(512 * 2 ** 20)
+      // Triage on a real QEMU dump: the clean snapshot's baseline was taken once (before the
+      // agent got the sample) and kept; what the report lists is what the run added, the URL
+      // planted in the sample's memory among it, and nothing the baseline already held.
+      const kept = path.join(lab.dataDir, 'baselines', 'lx-1', 'clean.json')
+      const baseline = JSON.parse(readFileSync(kept, 'utf8')) as { urls: string[]; domains: string[] }
+      expect(readFileSync(path.join(dir, 'memory.baseline.json'), 'utf8')).toBe(readFileSync(kept, 'utf8'))
+      const triage = report.memory?.triage
+      expect(triage?.baseline).toBe('lx-1/clean')
+      expect(triage?.urls).toContain(PLANTED)
+      expect(triage?.domains).toContain(new URL(PLANTED).hostname)
+      expect(triage!.urls.filter((u) => baseline.urls.includes(u))).toEqual([])
+      expect(baseline.urls).not.toContain(PLANTED)
       const pcap = await fetch(`${h!.url}/pcap/get/${id}`)
       expect(pcap.status).toBe(200)
       const bytes = Buffer.from(await pcap.arrayBuffer())
@@ -241,7 +256,8 @@ describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what
     it('on route none the machine reaches nothing, judged from outside: not the upstream, not the host, not with another address', async () => {
       const m = job.result!.machines[1]!
       const mark = { upstream: lab.seen('upstream').length, host: lab.seen('host').length }
-      const id = await submitFile(h!, 'probe.sh', prober('none'), { machine: m.name, timeout: '60', options: 'route=none' })
+      // The probe ends on its own; the timeout only has to outlast it on a loaded machine (TCG).
+      const id = await submitFile(h!, 'probe.sh', prober('none'), { machine: m.name, timeout: '150', options: 'route=none' })
       expect(await waitForTask(h!, id, FINAL, 900_000)).toBe('reported')
       expect(lab.seen('upstream').slice(mark.upstream)).toEqual([])
       expect(lab.seen('host').slice(mark.host)).toEqual([])
