@@ -23,7 +23,7 @@ import { hostAccel, type HostAccel } from '../machinery/accel'
 import { probeAgent } from '../guest/agent-identity'
 import { agentRequest, jsonObject } from '../guest/agent-http'
 import { AGENT_PORT } from '../../guest-protocol/agent-api'
-import { runDoctor, type DoctorReport } from '../doctor/doctor'
+import type { DoctorReport } from '../doctor/doctor'
 import type { StorageLayout } from '../storage/layout'
 import { Progress, type BuildListener } from './build-progress'
 import { DEFAULT_IMAGE, ensureImage, ImageBuildError, type DebianImageSpec, type ImageFiles } from './debian-image'
@@ -273,6 +273,8 @@ export async function createLinuxMachines(request: LinuxMachinesRequest, ctx: Li
     if (ctx.doctor !== false) {
       step = 'doctor'
       p.step('doctor', 'aviary doctor --deep on the new machines')
+      // Loaded when a build gets here, as the fleet service loads it (not at rest).
+      const { runDoctor } = await import('../doctor/doctor')
       doctor = await runDoctor({ machinesFile: ctx.layout.machinesConfig, deep: true, only: made.map((m) => m.name) })
       const broken = doctor.machines.flatMap((r) => r.findings.filter((f) => !f.ok && /revert|agent/.test(f.check)).map((f) => `${r.name}: ${f.check}: ${f.detail}`))
       if (broken.length > 0) throw new BuildError(`the new machines do not work: ${broken.join('; ')}`, 'doctor')
