@@ -172,6 +172,11 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
   // /tmp, as a CI clone may be) are bound into the private /tmp at the same place first.
   const keep = visibleUnderTmp(opts.cwd ?? process.cwd())
   for (const rel of keep) mkdirSync(path.join(tmpDir, rel), { recursive: true })
+  // The project is then in the guest's /tmp, which the analyzer watches: the folders other test
+  // files write into while this guest runs (the QEMU test guest's files, UI screenshots) are
+  // covered by an empty tmpfs there, or their changes would be this guest's dropped files.
+  const masks = keep.flatMap((rel) => PROJECT_OUTPUTS.map((o) => path.join(rel, o)))
+  for (const m of masks) mkdirSync(path.join(realpathSync('/tmp'), m), { recursive: true })
   const script =
     // A VM has its own /etc too: without it, what other tests write there meanwhile (libvirt's
     // domain and network XML, say) shows up as this guest's dropped files. The guest's copy is
@@ -179,12 +184,13 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
     // /tmp (the rename makes a second exec racing the first keep one copy).
     'e="$0-etc"; [ -d "$e" ] || { cp -a /etc "$e.$$" && { mv -T "$e.$$" "$e" 2>/dev/null || rm -rf "$e.$$"; }; }; mount --bind "$e" /etc || exit 1; ' +
     'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "/tmp/$1" "$0/$1" || exit 1; shift; n=$((n-1)); done; ' +
+    'k=$1; shift; while [ "$k" -gt 0 ]; do mount -t tmpfs -o size=1m tmpfs "$0/$1" || exit 1; shift; k=$((k-1)); done; ' +
     'm=$1; shift; while [ "$m" -gt 0 ]; do mount --bind "$1" "$2" || exit 1; shift 2; m=$((m-1)); done; ' +
     // A VM has its own /dev/shm and /var/tmp too: without them, files other tests (PostgreSQL's
     // shared memory, a kvm guest's XML) make there meanwhile show up as this guest's dropped files.
     'mount --rbind "$0" /tmp && mount -t tmpfs -o size=64m tmpfs /dev/shm && mount -t tmpfs -o size=64m tmpfs /var/tmp && exec "$@"'
   const argv = ['netns', 'exec', ns, 'unshare', '-m', '--propagation', 'private',
-    'sh', '-c', script, tmpDir, String(keep.length), ...keep, String(binds.length), ...binds.flat(), ...cmd]
+    'sh', '-c', script, tmpDir, String(keep.length), ...keep, String(masks.length), ...masks, String(binds.length), ...binds.flat(), ...cmd]
   return spawn('ip', argv, {
     detached: true,
     env: opts.env ?? process.env,
@@ -192,6 +198,9 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
     stdio: opts.stdio ?? ['ignore', 'pipe', 'pipe']
   })
 }
+
+/** Folders of the project that test files write into while others run (see spawnIsolated). */
+const PROJECT_OUTPUTS = ['out/test-guest', 'test-results']
 
 /** The project folder (and anything else the guest must see) relative to /tmp, if it is under /tmp. */
 function visibleUnderTmp(dir: string): string[] {
