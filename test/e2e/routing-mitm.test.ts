@@ -164,7 +164,7 @@ describe('mitm=1, with the rooter as root and the service as nobody', () => {
   it('two tasks submitted together on a fresh data folder are both decrypted: one CA, made before either proxy', async () => {
     expect(existsSync(confdir)).toBe(false)
     const ids = await Promise.all(['both0', 'both1'].map((tag, i) =>
-      submitFile(s, `${tag}.py`, sample(tag), { machine: `lab${i}`, options: 'route=internet,mitm=1', timeout: '30' })))
+      submitFile(s, `${tag}.py`, sample(tag), { machine: `lab${i}`, options: 'route=internet,mitm=1', timeout: '60' })))
     for (const id of ids) expect(await waitForTask(s, id, FINAL, 150_000)).toBe('reported')
     for (const [i, id] of ids.entries()) {
       expect((await view(id)).errors).toEqual([])
@@ -178,7 +178,7 @@ describe('mitm=1, with the rooter as root and the service as nobody', () => {
   it('the guest\'s trust store is exactly as before, and none of its files is reported as the sample\'s', async () => {
     const store = path.join(lab.dir, 'guest0', 'etc-ssl')
     const before = treeState(store)
-    const id = await submitFile(s, 'store.py', sample('store'), { machine: 'lab0', options: 'route=internet,mitm=1', timeout: '30' })
+    const id = await submitFile(s, 'store.py', sample('store'), { machine: 'lab0', options: 'route=internet,mitm=1', timeout: '60' })
     expect(await waitForTask(s, id, FINAL, 150_000)).toBe('reported')
     await expectDecrypted(id, 'store', 0)
     expect(treeState(store)).toEqual(before)
@@ -202,7 +202,7 @@ describe('mitm=1, with the rooter as root and the service as nobody', () => {
     const original = readFileSync(bundle, 'utf8')
     const adds = `import urllib.request\nurllib.request.urlopen('https://upstream.example/adds', timeout=10).read()\n` +
       `open('/etc/ssl/certs/ca-certificates.crt', 'a').write('''${own}''')\n`
-    const id2 = await submitFile(s, 'adds.py', adds, { machine: 'lab0', options: 'route=internet,mitm=1', timeout: '30' })
+    const id2 = await submitFile(s, 'adds.py', adds, { machine: 'lab0', options: 'route=internet,mitm=1', timeout: '60' })
     expect(await waitForTask(s, id2, FINAL, 150_000)).toBe('reported')
     expect(readFileSync(bundle, 'utf8')).toBe(original + own)
     const r2 = await report(id2)

@@ -166,7 +166,8 @@ describe.each([
 
 describe('analyzer at the timeout', () => {
   it('stops at the timeout with enforce_timeout and kills the tree', async () => {
-    const { records, status } = await analyse('#!/bin/sh\nsleep 1000 &\nsleep 1001\n', { timeout: '2', enforce_timeout: 'True', terminate_processes: 'True' }, [])
+    // 5 s, not 2: with other test files beside it, a 2 s run once ended with no behaviour log uploaded.
+    const { records, status } = await analyse('#!/bin/sh\nsleep 1000 &\nsleep 1001\n', { timeout: '5', enforce_timeout: 'True', terminate_processes: 'True' }, [])
     expect(status).toMatchObject({ status: 'complete' })
     expect(records[0]).toMatchObject({ type: 'analyzer', reason: 'timeout' })
     const procs = records.filter((r): r is ProcessRecord => r.type === 'process')
