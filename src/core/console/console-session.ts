@@ -82,18 +82,33 @@ export class ConsoleSession {
   /** Connects to the VNC server and starts carrying bytes; the websocket is already open. */
   start(endpoint: VncEndpoint): void {
     if (this.closed) return
-    const vnc = 'path' in endpoint ? net.connect(endpoint.path) : net.connect(endpoint.port, endpoint.host)
-    this.vnc = vnc
-    vnc.setNoDelay(true)
     const connectTimer = setTimeout(() => this.close(CloseCodes.vnc, "the machine's VNC server did not answer"), CONNECT_MS)
-    vnc.once('connect', () => clearTimeout(connectTimer))
-    vnc.on('data', (chunk: Buffer) => this.fromServer(chunk))
-    vnc.on('error', (err) => this.close(CloseCodes.vnc, `the machine's VNC server: ${err.message}`))
-    vnc.on('close', () => {
-      clearTimeout(connectTimer)
-      this.close(CloseCodes.vnc, "the machine's VNC server closed the connection")
-    })
-    for (const part of this.early.splice(0)) vnc.write(part)
+    const attempt = (): void => {
+      if (this.closed) return clearTimeout(connectTimer)
+      const vnc = 'path' in endpoint ? net.connect(endpoint.path) : net.connect(endpoint.port, endpoint.host)
+      vnc.setNoDelay(true)
+      let connected = false
+      vnc.once('connect', () => {
+        connected = true
+        clearTimeout(connectTimer)
+        if (this.closed) return void vnc.destroy()
+        // What the client sent meanwhile waited in `early` (bounded): it goes first.
+        this.vnc = vnc
+        for (const part of this.early.splice(0)) vnc.write(part)
+      })
+      vnc.on('data', (chunk: Buffer) => this.fromServer(chunk))
+      vnc.on('error', (err: NodeJS.ErrnoException) => {
+        // A unix socket whose listen queue is full refuses at once with EAGAIN (QEMU starved of
+        // CPU accepts late): tried again until the connect time is up.
+        if (!connected && err.code === 'EAGAIN' && !this.closed) return void setTimeout(attempt, 100)
+        this.close(CloseCodes.vnc, `the machine's VNC server: ${err.message}`)
+      })
+      vnc.on('close', () => {
+        if (!connected) return
+        this.close(CloseCodes.vnc, "the machine's VNC server closed the connection")
+      })
+    }
+    attempt()
   }
 
   private fromClient(data: unknown, isBinary: boolean): void {
