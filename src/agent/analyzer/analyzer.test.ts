@@ -127,8 +127,11 @@ async function analyse(sample: string | Buffer | null, conf: Record<string, stri
       return status.status
     }, { timeout: 40_000, interval: 200 })
     .toMatch(/^(complete|exception)$/)
-  const upload = receiver.uploads.find((u) => u.path === 'logs/behavior.jsonl' && u.body.toString().startsWith(`{"type":"analyzer","version":1,"task":"${task}"`))
-  expect(upload).toBeDefined()
+  // The log is sent before the status, but the receiver may still be taking it in when the
+  // status arrives (seen at 100% CPU): waited for, briefly.
+  const find = () => receiver.uploads.find((u) => u.path === 'logs/behavior.jsonl' && u.body.toString().startsWith(`{"type":"analyzer","version":1,"task":"${task}"`))
+  await expect.poll(find, { timeout: 10_000, interval: 100 }).toBeDefined()
+  const upload = find()
   const records = (upload?.body.toString('utf8') ?? '').trim().split('\n').map((l) => JSON.parse(l) as BehaviorRecord)
   return { records, status, task }
 }
