@@ -16,7 +16,7 @@ const FOLDERS = ['shared', 'guest-protocol', 'rooter', 'agent', 'core', 'dispatc
 const LAYERS = {
   shared: { may: [], why: 'src/shared runs anywhere (service, UI, dispatcher): it imports nothing of Aviary' },
   'guest-protocol': { may: [], why: 'the guest protocol is imported by the guest and the host: it imports neither' },
-  rooter: { may: ['shared/route-kinds'], why: 'the rooter runs as root: it imports nothing of Aviary but the route kinds table (the service imports its protocol.ts)' },
+  rooter: { may: ['shared/route-kinds', 'shared/setpriv'], why: 'the rooter runs as root: it imports nothing of Aviary but the route kinds table and the setpriv lookup (the service imports its protocol.ts)' },
   agent: { may: ['guest-protocol'], why: 'the agent and analyzer run inside the guest: nothing of the host side' },
   core: { may: ['shared', 'guest-protocol', 'rooter/protocol'], why: 'the headless service: no UI layer, no other program (the rooter only through its protocol.ts)' },
   dispatcher: { may: ['shared'], why: '`aviary dist` shares nothing with the analysis service but src/shared' },

@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { diesWithParent } from '../shared/setpriv'
 
 const SERVICES = ['dns', 'http', 'https', 'smtp', 'smtps', 'pop3', 'pop3s', 'ftp', 'ftps', 'tftp', 'irc', 'ntp', 'finger', 'ident',
   'syslog', 'time_tcp', 'time_udp', 'daytime_tcp', 'daytime_udp', 'echo_tcp', 'echo_udp', 'discard_tcp', 'discard_udp',
@@ -42,15 +43,29 @@ export class InetSim {
   private dir: string | null = null
   private tail = ''
 
-  constructor(private readonly address: string, private readonly log: (m: string) => void, private readonly program = 'inetsim') {}
+  /**
+   * `leftover`: where the rooter keeps the process group of the INetSim it runs, so that the next
+   * rooter can end one an earlier rooter left (null: nowhere).
+   */
+  constructor(private readonly address: string, private readonly log: (m: string) => void, private readonly program = 'inetsim',
+    private readonly leftover: string | null = null) {}
 
   /** Starts INetSim and resolves once its HTTP service answers (INetSim forks its services one by one). */
   async start(timeoutMs = 60_000): Promise<void> {
+    await this.endLeftover()
     this.dir = mkdtempSync(path.join(tmpdir(), 'aviary-inetsim-'))
     const conf = path.join(this.dir, 'inetsim.conf')
     writeFileSync(conf, inetsimConf(this.address), { mode: 0o644 })
-    const child = spawn(this.program, [`--config=${conf}`, `--pidfile=${path.join(this.dir, 'inetsim.pid')}`], { stdio: ['ignore', 'pipe', 'pipe'] })
+    // INetSim forks a process per service and does not notice its parent's death: a rooter killed
+    // with kill -9 left them all running, bound to the guests' network, and a restarted rooter's
+    // INetSim then found its ports taken. Through setpriv the kernel sends INetSim SIGTERM when the
+    // rooter dies, and INetSim ends its services as on any SIGTERM; but a SIGTERM in its first
+    // seconds, while it still starts its services, is lost. So INetSim also gets a process group of
+    // its own, recorded in `leftover`, which the next rooter ends before it starts its own.
+    const [file, argv] = diesWithParent(this.program, [`--config=${conf}`, `--pidfile=${path.join(this.dir, 'inetsim.pid')}`], 'SIGTERM')
+    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     this.child = child
+    if (this.leftover !== null && child.pid !== undefined) writeFileSync(this.leftover, `${child.pid}\n`, { mode: 0o600 })
     const keep = (b: Buffer): void => { this.tail = (this.tail + b.toString()).slice(-2000) }
     child.stdout?.on('data', keep)
     child.stderr?.on('data', keep)
@@ -76,14 +91,50 @@ export class InetSim {
   async stop(): Promise<void> {
     const child = this.child
     this.child = null
-    if (child !== null && child.exitCode === null && child.signalCode === null) {
+    if (child !== null && child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+      const group = -child.pid
+      const signal = (s: NodeJS.Signals): void => { try { process.kill(group, s) } catch { /* gone */ } }
       const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-      child.kill('SIGTERM')
-      const t = setTimeout(() => child.kill('SIGKILL'), 10_000)
+      // The whole group: INetSim and each service it has forked so far, even while it starts.
+      signal('SIGTERM')
+      const t = setTimeout(() => signal('SIGKILL'), 10_000)
       await gone
       clearTimeout(t)
+      if (groupAlive(child.pid)) signal('SIGKILL')
     }
     if (this.dir !== null) rmSync(this.dir, { recursive: true, force: true })
     this.dir = null
+    if (this.leftover !== null) rmSync(this.leftover, { force: true })
+  }
+
+  /** Ends the INetSim process group an earlier rooter recorded, if it still runs as INetSim. */
+  private async endLeftover(): Promise<void> {
+    if (this.leftover === null || !existsSync(this.leftover)) return
+    const pgid = Number(readFileSync(this.leftover, 'utf8').trim())
+    rmSync(this.leftover, { force: true })
+    // Only a group whose leader is still INetSim: the number may belong to another program by now.
+    if (!Number.isInteger(pgid) || pgid <= 1 || !isInetSim(pgid)) return
+    const signal = (s: NodeJS.Signals): void => { try { process.kill(-pgid, s) } catch { /* gone */ } }
+    signal('SIGTERM')
+    for (let i = 0; i < 50 && groupAlive(pgid); i++) await new Promise((r) => setTimeout(r, 100))
+    if (groupAlive(pgid)) signal('SIGKILL')
+    this.log(`ended INetSim ${pgid}, left running by an earlier rooter`)
+  }
+}
+
+function isInetSim(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('inetsim')
+  } catch {
+    return false
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0)
+    return true
+  } catch {
+    return false
   }
 }

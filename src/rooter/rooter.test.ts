@@ -5,7 +5,7 @@
 // stays when the rooter stops. Idle and trickling clients cannot keep a service from its routes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -48,9 +48,9 @@ describe('aviary rooter against hostile requests', () => {
   let rooter: ChildProcess
   let log = ''
   const table = async (): Promise<string> => (await run('ip', ['netns', 'exec', NS, 'nft', 'list', 'ruleset'])).stdout
-  const startRooter = async (env: Record<string, string> = {}): Promise<void> => {
+  const startRooter = async (env: Record<string, string> = {}, extra: string[] = []): Promise<void> => {
     const c = spawn('ip', ['netns', 'exec', NS, process.execPath, path.resolve('bin/aviary.js'), 'rooter', '--guest-network', '10.213.0.0/24',
-      '--interface', 'up0', '--socket', socket], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } })
+      '--interface', 'up0', '--socket', socket, ...extra], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } })
     rooter = c
     const from = log.length
     await new Promise<void>((resolve, reject) => {
@@ -240,6 +240,43 @@ describe('aviary rooter against hostile requests', () => {
     expect(closed.length).toBe(300)
     for (const s of idle) s.destroy()
   }, 60_000)
+
+  it('takes its INetSim along when killed with kill -9, so the next rooter\'s INetSim gets the ports', async () => {
+    /** INetSim's processes in the test's namespace (its main process and one per service). */
+    const inetsims = async (): Promise<string[]> => {
+      const pids = (await run('ip', ['netns', 'pids', NS])).stdout.split('\n').filter(Boolean)
+      return pids.map((p) => { try { return readFileSync(`/proc/${p}/comm`, 'utf8').trim() } catch { return '' } }).filter((c) => c.startsWith('inetsim'))
+    }
+    const answers = async (): Promise<string> => (await run('ip', ['netns', 'exec', NS, 'curl', '-s', '-m', '5', '-o', '/dev/null', '-w', '%{http_code}', `http://${RS.ip}/`])).stdout
+    // INetSim's readiness probe and curl reach the guests' address from inside the namespace, over its loopback.
+    await run('ip', ['-n', NS, 'link', 'set', 'lo', 'up'])
+    await stopRooter('SIGTERM')
+    await startRooter({}, ['--inetsim', RS.ip])
+    expect(log).toMatch(/INetSim answers on 10\.213\.0\.1/)
+    expect(await inetsims()).toContain('inetsim_dns_53_')
+    expect((await inetsims()).length).toBeGreaterThan(10)
+    const gone = async (): Promise<string[]> => {
+      const until = Date.now() + 20_000
+      while ((await inetsims()).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 250))
+      return inetsims()
+    }
+    // Killed at once, while INetSim may still be starting its services (a SIGTERM then is lost):
+    // the next rooter ends what is left before it starts its own.
+    await stopRooter('SIGKILL')
+    await startRooter({}, ['--inetsim', RS.ip])
+    expect(log).toMatch(/ended INetSim \d+, left running by an earlier rooter/)
+    expect(await answers()).toBe('200')
+    // Killed once INetSim has settled: the kernel's parent-death signal ends it, with no rooter to help.
+    await new Promise((r) => setTimeout(r, 8000))
+    await stopRooter('SIGKILL')
+    expect(await gone()).toEqual([])
+    await startRooter({}, ['--inetsim', RS.ip])
+    expect(await answers()).toBe('200')
+    // And a rooter that stops takes its INetSim along.
+    await stopRooter('SIGTERM')
+    expect(await gone()).toEqual([])
+    await startRooter()
+  }, 180_000)
 
   it('keeps the base policy when it stops, and `aviary rooter remove` takes the table away', async () => {
     await stopRooter('SIGTERM')

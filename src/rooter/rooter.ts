@@ -92,7 +92,7 @@ export class Rooter {
     await this.refuseUnsafeNetworks()
     await this.restore()
     if (c.inetsim !== null) {
-      const sim = new InetSim(c.inetsim, this.o.log, this.o.inetsim)
+      const sim = new InetSim(c.inetsim, this.o.log, this.o.inetsim, `${c.socket}.inetsim`)
       try {
         await sim.start()
         this.inetsim = sim

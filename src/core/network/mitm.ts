@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url'
 import { createWriteStream } from 'node:fs'
 import { ARTIFACTS, artifactPath } from '../storage/layout'
 import { ensureMitmCa, type MitmCa } from './mitm-ca'
+import { diesWithParent, setprivPath } from '../../shared/setpriv'
 
 /** The addon, next to the bundle (out/cli → resources) or the sources. */
 export function defaultAddon(): string {
@@ -54,15 +55,6 @@ function accepts(ip: string, port: number): Promise<boolean> {
 
 /** Where the pids of running mitmdumps are kept, in the confdir: one file per pid. */
 const PIDS = 'pids'
-
-/** setpriv of util-linux, from PATH; null where there is none (the pidfile then is the only guard). */
-function setprivPath(): string | null {
-  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(path.delimiter)) {
-    const f = path.join(dir || '.', 'setpriv')
-    if (dir !== '' && existsSync(f)) return f
-  }
-  return null
-}
 
 /** The arguments of a running process (/proc/<pid>/cmdline), or null when there is no such process. */
 function cmdline(pid: number): string[] | null {
@@ -153,7 +145,7 @@ export class Mitm {
     const setpriv = setprivPath()
     // The parent-death signal survives setpriv's exec of mitmdump (it is no setuid program), and
     // the service spawns from its main thread, whose end is what the kernel watches.
-    const [file, argv] = setpriv !== null ? [setpriv, ['--pdeathsig', 'SIGKILL', '--', this.o.mitmdump, ...args]] : [this.o.mitmdump, args]
+    const [file, argv] = diesWithParent(this.o.mitmdump, args, 'SIGKILL')
     const child = spawn(file, argv, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, AVIARY_FLOWS: artifactPath(this.o.analysisDir, ARTIFACTS.mitmFlows) }
