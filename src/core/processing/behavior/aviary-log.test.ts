@@ -100,9 +100,14 @@ beforeAll(async () => {
     ip: '127.0.0.1', port: String(netlogPort), terminate_processes: 'False', pe_exports: ''
   }
   writeFileSync(join(work, 'analyzer', 'analysis.conf'), ['[analysis]', ...Object.entries(conf).map(([k, v]) => `${k} = ${v}`)].join('\n'))
-  const child = spawn(process.execPath, [outfile], { cwd: join(work, 'analyzer'), env: { ...process.env, AVIARY_ANALYZER_DIR: join(work, 'analyzer') }, stdio: 'ignore' })
+  const child = spawn(process.execPath, [outfile], { cwd: join(work, 'analyzer'), env: { ...process.env, AVIARY_ANALYZER_DIR: join(work, 'analyzer') }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let said = ''
+  const keep = (b: Buffer): void => { said = (said + b.toString()).slice(-4000) }
+  child.stdout!.on('data', keep)
+  child.stderr!.on('data', keep)
   const code = await new Promise<number | null>((ok) => child.on('exit', ok))
-  expect(code).toBe(0)
+  // What the analyzer said, should it fail: the line that says why.
+  expect(code, said).toBe(0)
   for (let i = 0; i < 50 && jsonl === null; i++) await new Promise((ok) => setTimeout(ok, 100))
   if (jsonl === null) throw new Error('the analyzer uploaded no logs/behavior.jsonl')
 
