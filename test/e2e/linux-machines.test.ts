@@ -66,7 +66,8 @@ wait
 
 /** Runs `command` in a machine through its agent (Cuckoo's /execute), as the builder's settle step does. */
 async function inGuest(ip: string, command: string): Promise<string> {
-  const res = await fetch(`http://${ip}:8000/execute`, { method: 'POST', body: new URLSearchParams({ command, shell: '1' }), signal: AbortSignal.timeout(120_000) })
+  // Long enough for a TCG guest that shares two cores with three other test files.
+  const res = await fetch(`http://${ip}:8000/execute`, { method: 'POST', body: new URLSearchParams({ command, shell: '1' }), signal: AbortSignal.timeout(280_000) })
   return ((await res.json()) as { stdout?: string }).stdout ?? ''
 }
 
