@@ -51,7 +51,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ['test/global-setup.ts'],
-    setupFiles: ['test/setup-jsdom-globals.ts'],
+    setupFiles: ['test/setup-jsdom-globals.ts', 'test/setup-cpu-map.ts'],
     // The files that take minutes start first, in a fresh clone too (LongFirstSequencer above).
     sequence: { sequencer: LongFirstSequencer },
     projects: [
