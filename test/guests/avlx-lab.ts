@@ -13,7 +13,7 @@
 // is touched. A test that must run beside linux-machines.test.ts gives the lab a network of its
 // own (`{ network, subnet }`): its domains, bridge and upstream names then start with that name. Images and the package cache live in out/linux-guest/ and outlast the runs.
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -29,6 +29,8 @@ export const UPSTREAM_IP = '198.51.100.7'
 export const LISTEN_PORT = 7216
 /** Where the built images and the package cache stay between runs (like out/test-guest/). */
 export const PERSISTENT = path.join(ROOT, 'out/linux-guest')
+/** The host's links that labs need forwarding on, one empty file each (see restoreForwarding). */
+const FORWARDING = path.join(tmpdir(), 'aviary-avlx-forwarding')
 
 export interface AvlxLab {
   lv: Libvirt
@@ -66,8 +68,18 @@ export async function createAvlxLab(o: { network?: string; subnet?: string } = {
   // links only (startUpstream), and puts it back again when it closes.
   const forwarding = readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim()
   const restoreForwarding = async (): Promise<void> => {
-    if (readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim() !== forwarding) await run('sysctl', ['-qw', `net.ipv4.ip_forward=${forwarding}`])
+    if (readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim() === forwarding) return
+    // Writing ip_forward sets every interface's own `forwarding` to the same value (Linux copies
+    // conf/all to each device), so putting it back to 0 also stopped another lab's links, which a
+    // test running beside this one (linux-machines beside prepare-mode) saw as an unreachable
+    // upstream. Each lab lists its links in FORWARDING before it sets them, and whoever puts
+    // ip_forward back sets the listed links again at once.
+    await run('sysctl', ['-qw', `net.ipv4.ip_forward=${forwarding}`])
+    const links = readdirSync(FORWARDING).filter((l) => existsSync(`/proc/sys/net/ipv4/conf/${l}/forwarding`))
+    if (links.length > 0) await run('sysctl', ['-qw', ...links.map((l) => `net.ipv4.conf.${l}.forwarding=1`)])
   }
+  mkdirSync(FORWARDING, { recursive: true })
+  const forwardLinks = [net.bridge, UPLINK]
   await ensureGuestNetwork(lv, net)
   await restoreForwarding()
   const dir = mkdtempSync(path.join(tmpdir(), 'aviary-avlx-'))
@@ -121,7 +133,8 @@ export async function createAvlxLab(o: { network?: string; subnet?: string } = {
       await ip('-n', NS, 'addr', 'add', `${UPSTREAM_IP}/32`, 'dev', 'lo')
       await ip('-n', NS, 'route', 'add', 'default', 'via', '10.217.0.1')
       await ip('route', 'add', `${UPSTREAM_IP}/32`, 'via', '10.217.0.2', 'dev', UPLINK)
-      await run('sysctl', ['-qw', `net.ipv4.conf.${net.bridge}.forwarding=1`, `net.ipv4.conf.${UPLINK}.forwarding=1`])
+      for (const l of forwardLinks) writeFileSync(path.join(FORWARDING, l), '')
+      await run('sysctl', ['-qw', ...forwardLinks.map((l) => `net.ipv4.conf.${l}.forwarding=1`)])
       await bg(['ip', 'netns', 'exec', NS, process.execPath, 'test/guests/lab-servers.mjs', '--ip', UPSTREAM_IP, '--name', 'upstream', '--log', path.join(dir, 'upstream.log'), '--dns'], 'ready', 'the upstream')
     },
     startListener: async () => {
@@ -136,6 +149,7 @@ export async function createAvlxLab(o: { network?: string; subnet?: string } = {
       // The rooter leaves its table when it stops (guests stay contained); this lab takes it away.
       await run(process.execPath, ['bin/aviary.js', 'rooter', 'remove', '--socket', rooterSocket], { cwd: ROOT }).catch(() => undefined)
       await removeOurDomains(lv, net.name).catch(() => undefined)
+      for (const l of forwardLinks) rmSync(path.join(FORWARDING, l), { force: true })
       await removeUpstream()
       await lv.run(['net-destroy', net.name], `stopping ${net.name}`).catch(() => undefined)
       await lv.run(['net-undefine', net.name], `removing ${net.name}`).catch(() => undefined)
