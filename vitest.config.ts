@@ -62,7 +62,7 @@ export default defineConfig({
         // 783 shared, all 177 files passing both ways. A file there must leave no global state
         // behind (environment variables, timers, servers), as each already cleans up after itself.
         extends: true,
-        test: { name: 'unit', include: ['src/**/*.test.ts', 'src/**/*.test.tsx'], isolate: false }
+        test: { name: 'unit', include: ['src/**/*.test.ts', 'src/**/*.test.tsx'], isolate: false, setupFiles: ['src/renderer/src/test-setup.ts'] }
       },
       {
         // Guests, labs, browsers and the built programs: each file in a process of its own.
