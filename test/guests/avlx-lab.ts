@@ -106,6 +106,7 @@ export async function createAvlxLab(o: { network?: string; subnet?: string } = {
     c.once('exit', (code) => reject(new Error(`${what} exited (${code}): ${out.slice(-2000)}`)))
   })
   const rooterSocket = path.join(dir, 'rooter.sock')
+  let rooterStarted = false
   const removeUpstream = async (): Promise<void> => {
     for (const pid of await run('ip', ['netns', 'pids', NS]).then((r) => r.stdout.split(/\s+/).filter(Boolean), () => [])) {
       try { process.kill(Number(pid), 'SIGKILL') } catch { /* gone */ }
@@ -140,14 +141,19 @@ export async function createAvlxLab(o: { network?: string; subnet?: string } = {
     startListener: async () => {
       await bg([process.execPath, 'test/guests/host-listener.mjs', '--log', path.join(dir, 'host.log'), '--port', String(LISTEN_PORT)], 'ready', 'the host listener')
     },
-    startRooter: () => bg([process.execPath, 'bin/aviary.js', 'rooter', '--guest-network', net.cidr, '--socket', rooterSocket], 'listening on', 'the rooter'),
+    startRooter: () => {
+      rooterStarted = true
+      return bg([process.execPath, 'bin/aviary.js', 'rooter', '--guest-network', net.cidr, '--socket', rooterSocket], 'listening on', 'the rooter')
+    },
     close: async () => {
       for (const c of children) {
         try { process.kill(-c.pid!, 'SIGTERM') } catch { /* gone */ }
       }
       await new Promise((r) => setTimeout(r, 500))
-      // The rooter leaves its table when it stops (guests stay contained); this lab takes it away.
-      await run(process.execPath, ['bin/aviary.js', 'rooter', 'remove', '--socket', rooterSocket], { cwd: ROOT }).catch(() => undefined)
+      // The rooter leaves its table when it stops (guests stay contained); this lab takes it away,
+      // if it started one: the table is the host's (inet aviary), and a lab without a rooter
+      // (prepare-mode's) removed the one linux-machines' rooter was using beside it.
+      if (rooterStarted) await run(process.execPath, ['bin/aviary.js', 'rooter', 'remove', '--socket', rooterSocket], { cwd: ROOT }).catch(() => undefined)
       await removeOurDomains(lv, net.name).catch(() => undefined)
       for (const l of forwardLinks) rmSync(path.join(FORWARDING, l), { force: true })
       await removeUpstream()
