@@ -92,8 +92,8 @@ export class InetSim {
     const child = this.child
     this.child = null
     if (child !== null && child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
-      const group = -child.pid
-      const signal = (s: NodeJS.Signals): void => { try { process.kill(group, s) } catch { /* gone */ } }
+      const pgid = child.pid
+      const signal = (s: NodeJS.Signals): void => signalGroup(pgid, s)
       const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()))
       // The whole group: INetSim and each service it has forked so far, even while it starts.
       signal('SIGTERM')
@@ -114,7 +114,7 @@ export class InetSim {
     rmSync(this.leftover, { force: true })
     // Only a group whose leader is still INetSim: the number may belong to another program by now.
     if (!Number.isInteger(pgid) || pgid <= 1 || !isInetSim(pgid)) return
-    const signal = (s: NodeJS.Signals): void => { try { process.kill(-pgid, s) } catch { /* gone */ } }
+    const signal = (s: NodeJS.Signals): void => signalGroup(pgid, s)
     signal('SIGTERM')
     for (let i = 0; i < 50 && groupAlive(pgid); i++) await new Promise((r) => setTimeout(r, 100))
     if (groupAlive(pgid)) signal('SIGKILL')
@@ -128,6 +128,12 @@ function isInetSim(pid: number): boolean {
   } catch {
     return false
   }
+}
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal)
+  } catch { /* the group is gone */ }
 }
 
 function groupAlive(pgid: number): boolean {
