@@ -71,6 +71,20 @@ async function inGuest(ip: string, command: string): Promise<string> {
   return ((await res.json()) as { stdout?: string }).stdout ?? ''
 }
 
+/**
+ * What the guest and the host say of a machine's link, for a failure's message: a probe that
+ * reached nothing once in CI (a fresh clone, run one file at a time) and never here, so the next
+ * time says whether the guest sent, the host saw, and what either had for the other's address.
+ */
+async function linkState(m: { ip: string; tap: string }): Promise<string> {
+  const guest = await inGuest(m.ip, 'cat /proc/uptime; date -u; ip -s link show eth0; ip -br addr; ip route; ip neigh').catch((e: Error) => `(the agent: ${e.message})`)
+  const host = await Promise.all([
+    ['ip', '-s', 'link', 'show', m.tap], ['ip', '-br', 'link', 'show', 'master', NETWORK.bridge], ['ip', 'neigh', 'show', 'dev', NETWORK.bridge],
+    ['bridge', 'fdb', 'show', 'br', NETWORK.bridge], ['sysctl', `net.ipv4.conf.${NETWORK.bridge}.forwarding`, 'net.ipv4.conf.all.rp_filter', 'net.ipv4.ip_forward'], ['nft', 'list', 'tables']
+  ].map(([cmd, ...args]) => run(cmd!, args).then((r) => `$ ${[cmd, ...args].join(' ')}\n${r.stdout}`, (e: Error) => `$ ${cmd}: ${e.message}`)))
+  return `in the guest:\n${guest}\non the host:\n${host.join('')}`
+}
+
 describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what it made', () => {
   let lab: AvlxLab
   let builds: MachineBuilds
@@ -193,6 +207,7 @@ describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what
     const m = job.result!.machines[1]!
     await inGuest(m.ip, `cat > /tmp/p.sh <<'EOF'\n${prober('control')}EOF\nbash /tmp/p.sh`)
     const got = await inGuest(m.ip, 'cat /tmp/probe-control.txt')
+    if (!/^REACHED wget /m.test(got)) expect.fail(`the probe reached nothing without the rooter:\n${got}\n${await linkState(m)}`)
     expect(got).toMatch(new RegExp(`REACHED wget .*http://${UPSTREAM_IP}/c-control$`, 'm'))
     expect(lab.seen('upstream').map((e) => `${e.proto} ${e.client} ${e.path ?? ''}`)).toContain(`http ${m.ip} /c-control`)
     expect(lab.seen('host').some((e) => e.client === m.ip && e.proto === 'tcp')).toBe(true)
@@ -265,6 +280,11 @@ describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what
       const dir = h!.analysisDir(id)
       // The probe did run and try: its packets are in the capture, its results were uploaded.
       const { stdout } = await run('tcpdump', ['-n', '-r', path.join(dir, 'dump.pcap')], { encoding: 'utf8' })
+      if (stdout === '') {
+        const uploaded = readdirSync(path.join(dir, 'files')).find((f) => f.endsWith('_probe-none.txt'))
+        expect.fail(`the task's capture is empty; the probe wrote ${uploaded ? readFileSync(path.join(dir, 'files', uploaded), 'utf8') : 'nothing uploaded'}\n` +
+          `analysis.log ends:\n${readFileSync(path.join(dir, 'analysis.log'), 'utf8').slice(-3000)}`)
+      }
       expect(stdout).toMatch(new RegExp(`IP ${m.ip.replace(/\./g, '\\.')}\\.\\d+ > ${UPSTREAM_IP.replace(/\./g, '\\.')}\\.80: Flags \\[S\\]`))
       const result = readdirSync(path.join(dir, 'files')).find((f) => f.endsWith('_probe-none.txt'))
       const seenInGuest = readFileSync(path.join(dir, 'files', result!), 'utf8')
