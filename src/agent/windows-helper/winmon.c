@@ -78,8 +78,22 @@ static WCHAR *cmd_space(size_t bytes)
   return cmd_buf;
 }
 
+/*
+ * The command line ends at its first NUL, as the process itself sees it (GetCommandLineW's
+ * string). Under Wine a process just created has its parameters' length set before their text is
+ * copied in: the text read then is all NULs (conhost.exe's was 47 of them), or empty.
+ */
+static long to_nul(long units)
+{
+  if (units < 0) return units;
+  for (long i = 0; i < units; i++) if (cmd_buf[i] == 0) return i;
+  return units;
+}
+
 /* The command line of `h` into cmd_buf; its length in UTF-16 units, or -1 when unknown. */
-static long command_line(HANDLE h)
+static long command_line_raw(HANDLE h);
+static long command_line(HANDLE h) { return to_nul(command_line_raw(h)); }
+static long command_line_raw(HANDLE h)
 {
   if (ntqip != NULL) {
     ULONG len = 0;
@@ -215,7 +229,8 @@ static int emit_process(const Ent *e, HANDLE h, long long created, int may_wait)
   DWORD plen = MAX_PATH_UNITS + 1;
   int have_path = h != NULL && QueryFullProcessImageNameW(h, 0, path, &plen) && plen > 0;
   long units = h != NULL ? command_line(h) : -1;
-  if (may_wait && (!have_path || units < 0 || created == 0)) return 0;
+  /* An empty command line is one not yet copied in (see to_nul): wait for it while it starts. */
+  if (may_wait && (!have_path || units <= 0 || created == 0)) return 0;
   out_begin("process");
   out_num("pid", e->pid);
   out_num("ppid", e->ppid);
