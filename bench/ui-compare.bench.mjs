@@ -112,7 +112,7 @@ async function main() {
       if (noWorker) { await page.close(); continue }
 
       const rows = page.getByRole('region', { name: 'By command line' }).locator('tbody tr')
-      const box = page.getByLabel(/^command lines \(\d+ rows, scrollable\)$/)
+      const box = page.getByLabel(/^command lines \([\d,]+ rows?, scrollable\)$/)
       await box.hover()
       for (let i = 0; i < WHEELS; i++) {
         await page.mouse.wheel(0, 480)
