@@ -4,7 +4,7 @@
 // restarted mid-run, and while a second service started beside the first. The rooter runs as
 // root and the services as nobody, as deployed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { ChildProcess } from 'node:child_process'
 import { connect } from 'node:net'
 import path from 'node:path'
@@ -22,10 +22,13 @@ type Probe = [name: string, kind: 'tcp' | 'udp' | 'icmp' | 'http', host: string,
  * tries each probe (a TCP connection, a UDP echo, a ping, an HTTP GET naming the probe in its
  * path; all at once, each within 1.5 s), `rounds` times `every` seconds apart, and writes what succeeded to /tmp/<file>. It gives
  * its extra addresses back at the end, so the guest is as before for the next test.
+ * With `untilStopped`, the rounds go on (at most `rounds`) until the test writes /tmp/<file>.stop
+ * in the guest (stop()), and each round ends by writing its number to /tmp/<file>.rounds
+ * (roundsDone()): the sample probes for exactly as long as the test needs, not for a guess.
  */
-function prober(o: { file: string; addrs?: string[]; probes: Probe[]; rounds?: number; every?: number }): string {
-  const conf = JSON.stringify({ file: o.file, addrs: o.addrs ?? [], probes: o.probes, rounds: o.rounds ?? 1, every: o.every ?? 0 })
-  return `import json, socket, subprocess, time
+function prober(o: { file: string; addrs?: string[]; probes: Probe[]; rounds?: number; every?: number; untilStopped?: boolean }): string {
+  const conf = JSON.stringify({ file: o.file, addrs: o.addrs ?? [], probes: o.probes, rounds: o.rounds ?? 1, every: o.every ?? 0, until: o.untilStopped === true })
+  return `import json, os, socket, subprocess, time
 from concurrent.futures import ThreadPoolExecutor
 C = json.loads(${JSON.stringify(conf)})
 R = {}
@@ -63,10 +66,15 @@ for a in C['addrs']:
 def one(p):
     name, kind, host, port, src = p
     return name, tcp(name, host, port, src, kind == 'http') if kind in ('tcp', 'http') else udp(name, host, port, src) if kind == 'udp' else icmp(host, src)
+STOP = '/tmp/' + C['file'] + '.stop'
 for r in range(C['rounds']):
     with ThreadPoolExecutor(16) as pool:
         for name, ok in pool.map(one, C['probes']):
             R[name] = R.get(name, False) or ok
+    if C['until']:
+        open('/tmp/' + C['file'] + '.rounds', 'w').write(str(r + 1))
+        if os.path.exists(STOP):
+            break
     if r + 1 < C['rounds']:
         time.sleep(C['every'])
 for a in C['addrs']:
@@ -127,6 +135,13 @@ describe('containment fails closed (rooter as root, services as nobody)', () => 
     }
   }
   const grants = async (): Promise<string> => lab.inHost(['nft', 'list', 'map', 'inet', 'aviary', 'guest_in'])
+  /** How many rounds an `untilStopped` prober in guest `i` has finished. */
+  const roundsDone = (i: number, file: string): number => {
+    const f = path.join(lab.guests[i]!.tmpDir, `${file}.rounds`)
+    return existsSync(f) ? Number(readFileSync(f, 'utf8')) : 0
+  }
+  /** Lets an `untilStopped` prober in guest `i` end after its current round. */
+  const stopProber = (i: number, file: string): void => writeFileSync(path.join(lab.guests[i]!.tmpDir, `${file}.stop`), '')
 
   beforeAll(async () => {
     lab = await createRoutedLab({ index: L, guests: 4, ipv6: true })
@@ -197,7 +212,7 @@ describe('containment fails closed (rooter as root, services as nobody)', () => 
 
   it('a rooter killed and restarted mid-run puts the run\'s route back: the run goes on contained and completes', async () => {
     const before = mark()
-    const id = await submitFile(s, 'through.py', prober({ file: 'through.json', probes: everywhere(lab, 'through', null), rounds: 6, every: 3 }),
+    const id = await submitFile(s, 'through.py', prober({ file: 'through.json', probes: everywhere(lab, 'through', null), rounds: 40, every: 1, untilStopped: true }),
       { machine: 'lab0', options: 'route=none', timeout: '90' })
     await running(s.url, id)
     rooter.kill('SIGKILL')
@@ -208,6 +223,10 @@ describe('containment fails closed (rooter as root, services as nobody)', () => 
     const from = rooterLog.length
     await startRooter()
     expect(rooterLog.slice(from)).toMatch(new RegExp(`restored the routes of ${lab.guests[0]!.ip.replace(/\./g, '\\.')} \\(none\\)`))
+    // Two more rounds, so one ran whole with the restarted rooter; then the sample may end.
+    const after = roundsDone(0, 'through.json')
+    await expect.poll(() => roundsDone(0, 'through.json'), { timeout: 60_000 }).toBeGreaterThanOrEqual(after + 2)
+    stopProber(0, 'through.json')
     expect(await waitForTask(s, id, FINAL, 150_000)).toBe('reported')
     const t = await view(s.url, id)
     expect(t.route).toBe('none')
@@ -240,9 +259,9 @@ describe('containment fails closed (rooter as root, services as nobody)', () => 
 
   it('a second service on the same rooter clears only its own grants, and cannot touch the first one\'s', async () => {
     const before = mark()
-    // Long enough that the first run still holds its grant when the second service has started,
-    // however slowly (it took over 30 s with other test files beside it).
-    const id = await submitFile(s, 'first.py', prober({ file: 'first.json', probes: everywhere(lab, 'first', null), rounds: 20, every: 3 }),
+    // It probes until the second service has done its part, so its run holds its grant all along,
+    // however slowly that service starts (it took over 30 s with other test files beside it).
+    const id = await submitFile(s, 'first.py', prober({ file: 'first.json', probes: everywhere(lab, 'first', null), rounds: 100, every: 1, untilStopped: true }),
       { machine: 'lab0', options: 'route=none', timeout: '150' })
     await running(s.url, id)
     const from = rooterLog.length
@@ -265,6 +284,7 @@ describe('containment fails closed (rooter as root, services as nobody)', () => 
       expect(await waitForTask(second, mine, FINAL, 150_000)).toBe('reported')
       expect(probeResult(otherData, mine, 'second.json')).toEqual({ second_http_up: true })
     } finally {
+      stopProber(0, 'first.json')
       second.proc.kill('SIGTERM')
       await new Promise((r) => second.proc.once('exit', r))
     }
