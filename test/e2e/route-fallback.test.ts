@@ -25,22 +25,31 @@ const viewOf = async (base: string, id: number): Promise<TaskView> =>
 const timelineOf = async (base: string, id: number): Promise<{ stage: string; message: string | null }[]> =>
   ((await (await fetch(`${base}/tasks/timeline/${id}`)).json()) as { timeline: { stage: string; message: string | null }[] }).timeline
 
-/** A Python sample that tries the upstream by address and by name, and writes what it got to /tmp/probe-<tag>.json. */
+/**
+ * A Python sample that tries the upstream by address and by name, side by side, and writes what it
+ * got to /tmp/probe-<tag>.json.
+ */
 function probe(lab: RoutedLab, tag: string): string {
-  return `import json, socket, urllib.request
+  return `import json, socket, threading, urllib.request
 R = {}
-try:
-    socket.create_connection(('${lab.upstreamIp}', 80), timeout=2).close(); R['tcp'] = True
-except Exception:
-    R['tcp'] = False
-try:
-    R['dns'] = socket.gethostbyname('${tag}.example')
-except Exception:
-    R['dns'] = None
-try:
-    R['http'] = urllib.request.urlopen('http://${lab.upstreamIp}/from-${tag}', timeout=3).status
-except Exception:
-    R['http'] = None
+def tcp():
+    try:
+        socket.create_connection(('${lab.upstreamIp}', 80), timeout=2).close(); R['tcp'] = True
+    except Exception:
+        R['tcp'] = False
+def dns():
+    try:
+        R['dns'] = socket.gethostbyname('${tag}.example')
+    except Exception:
+        R['dns'] = None
+def http():
+    try:
+        R['http'] = urllib.request.urlopen('http://${lab.upstreamIp}/from-${tag}', timeout=3).status
+    except Exception:
+        R['http'] = None
+ts = [threading.Thread(target=f) for f in (tcp, dns, http)]
+for t in ts: t.start()
+for t in ts: t.join()
 json.dump(R, open('/tmp/probe-${tag}.json', 'w'))
 `
 }
