@@ -30,6 +30,8 @@ export interface PollTarget {
   /** This run's id when the analyzer tags its statuses (Aviary's); null: untagged statuses count. */
   run: string | null
   watch: (p: ExchangeProgress) => void
+  /** The limit on each poll's exchange, however its bytes trickle: EXCHANGE_MS.poll unless set. */
+  exchangeMs?: number
 }
 
 export interface PollOptions {
@@ -91,7 +93,7 @@ export async function pollUntilFinal(t: PollTarget, o: PollOptions, history: Pol
     let misbehaviour: boolean
     try {
       const res = await agentRequest({
-        ip: t.ip, port: t.port, method: 'GET', path: ROUTES.status, timeoutMs: EXCHANGE_MS.poll, deadlineMs: EXCHANGE_MS.poll,
+        ip: t.ip, port: t.port, method: 'GET', path: ROUTES.status, timeoutMs: t.exchangeMs ?? EXCHANGE_MS.poll, deadlineMs: t.exchangeMs ?? EXCHANGE_MS.poll,
         signal: o.signal, step: 'polling the analysis status', watch: t.watch
       })
       const j = res.status === 200 ? jsonObject(res.body) : null
