@@ -195,6 +195,7 @@ function crashScenario(dbName: 'SQLite' | 'PostgreSQL', database: () => Promise<
     let dist: Dist | undefined
     const shaOf = new Map<number, string>()
     let restartToDone = 0
+    let submitToKill = 0
     let fallback: NodeJS.Timeout | undefined
 
     beforeAll(async () => {
@@ -209,6 +210,7 @@ function crashScenario(dbName: 'SQLite' | 'PostgreSQL', database: () => Promise<
         const res = await fetch(`${dist.url}/api/node`, { method: 'POST', body: new URLSearchParams({ name: p.name, url: p.url }) })
         expect(res.status, await res.clone().text()).toBe(200)
       }
+      const submitted = Date.now()
       for (const [i, s] of samples.entries()) {
         const form = new FormData()
         form.append('file', new Blob([s.content]), `${tag}-${i}.sh`)
@@ -222,6 +224,7 @@ function crashScenario(dbName: 'SQLite' | 'PostgreSQL', database: () => Promise<
       await waitFor('every scripted submission in flight', async () =>
         proxies.every((p) => p.arrived === SCRIPTS[p.name]!.length && p.held.length === IN_FLIGHT) &&
         (await apiTasks(dist!.url)).filter((t) => t.status === 'processing').length === 8, 90_000)
+      submitToKill = Date.now() - submitted
       dist.child.kill('SIGKILL')
       await new Promise((resolve) => dist!.child.once('exit', resolve))
       for (const p of proxies) p.afterKill()
@@ -247,7 +250,7 @@ function crashScenario(dbName: 'SQLite' | 'PostgreSQL', database: () => Promise<
       const made = proxies.flatMap((p) => p.made.map((m) => ({ ...m, node: p.name })))
       const byPlan = (plan: Plan) => made.filter((m) => m.plan === plan).length
       console.log(`${dbName}: ${made.length} node tasks made (${byPlan('hold-answer')} whose answers were held, ${byPlan('late')} late), ` +
-        `${engines!.seen.length} ran; restart to all finished: ${restartToDone} ms`)
+        `${engines!.seen.length} ran; first submission to the kill: ${submitToKill} ms; restart to all finished: ${restartToDone} ms`)
       expect(made).toHaveLength(TASKS)
       expect(engines!.seen).toHaveLength(TASKS)
       expect(new Set(engines!.seen.map((s) => s.sha256))).toEqual(new Set(shaOf.values()))

@@ -52,10 +52,15 @@ describe('the dispatcher over three real nodes', () => {
       log: { info: (m) => logs.push(m), warn: (m) => logs.push(m) }
     })
     // Let charlie take some tasks, then kill it while it holds them.
+    const t0 = Date.now()
     await waitFor('charlie holding tasks', async () => (await nodeTasks(nodes[2]!)).length >= 3)
+    const held = Date.now() - t0
     nodes[2]!.alive = false
     await nodes[2]!.h.stop()
     await waitFor('all tasks finished', async () => (await dist.store.countByStatus()).finished === TASKS, 150_000)
+    // In one two-worker run of the suite this took 76 s, against 5 s alone: say where the time went.
+    console.log(`dispatch: charlie held tasks after ${held} ms; all finished ${Date.now() - t0 - held} ms after it died; ` +
+      `the worker said:\n${logs.filter((l) => /unreachable|retry|failed|again|took/i.test(l)).slice(0, 20).join('\n')}`)
   }, 200_000)
 
   afterAll(async () => {
