@@ -39,6 +39,7 @@ import { ConsoleHub, DEFAULT_RECORD_CAP } from './console/console-hub'
 import { ConsoleService } from './console/console.service'
 import { RunControls } from './scheduler/run-clock'
 import { GuestsRepository } from './db/guests.repository'
+import { closeGracefully } from '../shared/close-server'
 
 export interface ServiceOptions {
   dataDir: string
@@ -249,7 +250,7 @@ export class AviaryService {
     await r.engine?.stop()
     // Consoles no run holds (prepare mode's) end too; the runs closed their own.
     this.consoleHub?.closeAll('the service is stopping')
-    await r.app.close()
+    await closeGracefully(() => r.app.close(), r.app.server)
     await r.pool.stop()
     r.bus.close()
     r.db.close()

@@ -3,6 +3,7 @@
 import { mkdir } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import pkg from '../../package.json'
+import { closeGracefully } from '../shared/close-server'
 import { buildDistApp } from './api/app'
 import { resolveDistConfig, type DistConfig, type DistConfigInput } from './config'
 import { openStore } from './store/index'
@@ -43,7 +44,7 @@ export async function startDispatcher(opts: DispatcherOptions = {}): Promise<Dis
       logLevel: opts.logLevel ?? (config.debug ? 'debug' : 'info'),
       ...(opts.nodeTimeoutMs ? { nodeTimeoutMs: opts.nodeTimeoutMs } : {})
     })
-    stops.push(() => app.close())
+    stops.push(() => closeGracefully(() => app.close(), app.server))
     await app.listen({ host: config.host, port: config.port })
     if (config.worker) {
       const worker = await startWorker(store, { ...workerOptions(config), ...opts.workerTuning })
