@@ -7,7 +7,7 @@
 // attempts' samples never got to their last line.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createNetnsGuest, type NetnsGuest } from '../guests/netns-guest'
@@ -97,6 +97,19 @@ describe('kill -9 with four tasks on physical guests', () => {
     }
     // Nobody reboots the guests: the first attempts' analyzers and samples run on.
     const killedAt = Date.now()
+    const at = (ms: number): string => `${((ms - killedAt) / 1000).toFixed(1)} s`
+    /** When guest i's late file was written, and what the second attempt and the next task logged, each against the kill. */
+    const lateStory = async (i: number, first: number, next: number): Promise<string> => {
+      const late = path.join(guests[i]!.tmpDir, `late-${i}.txt`)
+      const out = [`the kill: 0 s; late-${i}.txt written at ${existsSync(late) ? at(statSync(late).mtimeMs) : '(gone)'}`]
+      for (const id of [first, next]) {
+        const tl = (await (await fetch(`${s.url}/tasks/timeline/${id}`)).json() as { timeline: { stage: string; time: number; message: string | null }[] }).timeline
+        out.push(`task ${id}: ${tl.map((e) => `${e.stage} ${at(e.time)}`).join(', ')}`)
+        const log = readFileSync(path.join(dataDir, 'storage', 'analyses', String(id), 'analysis.log'), 'utf8')
+        out.push(...log.split('\n').filter((l) => /earlier|reset|ended|pinned|watching/.test(l)).map((l) => `  ${l}`))
+      }
+      return out.join('\n')
+    }
     s.proc.kill('SIGKILL')
     await exited(s.proc)
     s = await serve(dataDir)
@@ -121,7 +134,11 @@ describe('kill -9 with four tasks on physical guests', () => {
         for (const cmd of b.processes) expect(cmd, `task ${id} lists only its own sample's processes`).toMatch(new RegExp(`${own}|^echo|^sleep|^touch|^\\[`))
         const files = existsSync(path.join(dir, 'files')) ? readdirSync(path.join(dir, 'files')) : []
         const mine = id === ids[i] ? [`second-${i}.txt`] : [`next-${i}.txt`]
-        expect(files.map((f) => f.replace(/^[0-9a-f]{16}_/, '')).sort(), `task ${id}'s dropped files`).toEqual(mine)
+        const names = files.map((f) => f.replace(/^[0-9a-f]{16}_/, '')).sort()
+        // A late file means the first attempt's sample outlived the reset (seen once in a
+        // two-worker run, not understood): say when it was written against what the runs logged.
+        if (names.includes(`late-${i}.txt`)) expect.fail(`task ${id}'s dropped files: ${names.join(', ')}\n${await lateStory(i, ids[i]!, id)}`)
+        expect(names, `task ${id}'s dropped files`).toEqual(mine)
         const finished = (await (await fetch(`${s.url}/tasks/timeline/${id}`)).json() as { timeline: { stage: string; message: string | null }[] })
           .timeline.filter((e) => e.stage === 'finished')
         expect(finished.at(-1)?.message, `task ${id} ended by its own analyzer`).toBe('True')
