@@ -157,10 +157,14 @@ describe('agent protocol', () => {
     expect(sync.body).toMatchObject({ stdout: 'hello  world\n', stderr: '' })
     const shell = await post('/execute', { command: 'echo $((6*7)) >&2', shell: '1' })
     expect(shell.body.stderr).toBe('42\n')
+    // The command waits for a file the test writes after the answer, so "answered before the
+    // command ended" holds however slow the machine (a 0.2 s sleep lost that race under load).
     const marker = join(dir, 'async-done')
-    const async = await post('/execute', { command: `sh -c "sleep 0.2; touch ${marker}"`, async: 'yes' })
+    const go = join(dir, 'async-go')
+    const async = await post('/execute', { command: `sh -c "while [ ! -e ${go} ]; do sleep 0.05; done; touch ${marker}"`, async: 'yes' })
     expect(async.body).toMatchObject({ stdout: null, stderr: null })
     expect(existsSync(marker)).toBe(false)
+    writeFileSync(go, '')
     await expect.poll(() => existsSync(marker), { timeout: 5000 }).toBe(true)
     expect((await post('/execute', { command: join(dir, 'no-such-program') })).status).toBe(500)
   })
