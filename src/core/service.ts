@@ -250,7 +250,7 @@ export class AviaryService {
     await r.engine?.stop()
     // Consoles no run holds (prepare mode's) end too; the runs closed their own.
     this.consoleHub?.closeAll('the service is stopping')
-    await closeGracefully(() => r.app.close(), r.app.server)
+    await closeGracefully(r.app)
     await r.pool.stop()
     r.bus.close()
     r.db.close()

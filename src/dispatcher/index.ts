@@ -44,7 +44,7 @@ export async function startDispatcher(opts: DispatcherOptions = {}): Promise<Dis
       logLevel: opts.logLevel ?? (config.debug ? 'debug' : 'info'),
       ...(opts.nodeTimeoutMs ? { nodeTimeoutMs: opts.nodeTimeoutMs } : {})
     })
-    stops.push(() => closeGracefully(() => app.close(), app.server))
+    stops.push(() => closeGracefully(app))
     await app.listen({ host: config.host, port: config.port })
     if (config.worker) {
       const worker = await startWorker(store, { ...workerOptions(config), ...opts.workerTuning })

@@ -22,7 +22,7 @@ describe('closeGracefully', () => {
   it('lets a request under way finish, then closes its connection instead of waiting out the keep-alive', async () => {
     const { app, answer } = await busyServer()
     const t = Date.now()
-    await closeGracefully(() => app.close(), app.server)
+    await closeGracefully(app)
     expect(Date.now() - t).toBeLessThan(5000)
     expect(await answer).toBe('{"ok":true}')
   })

@@ -7,10 +7,11 @@
 // the close is done: a stop waits for the requests under way, and no longer.
 import type { Server } from 'node:http'
 
-export async function closeGracefully(close: () => Promise<unknown>, server: Server, everyMs = 50): Promise<void> {
-  const timer = setInterval(() => server.closeIdleConnections(), everyMs)
+/** Closes `app` (a Fastify instance, or anything with close() and its HTTP server) that way. */
+export async function closeGracefully(app: { close(): PromiseLike<unknown>; server: Server }, everyMs = 50): Promise<void> {
+  const timer = setInterval(() => app.server.closeIdleConnections(), everyMs)
   try {
-    await close()
+    await app.close()
   } finally {
     clearInterval(timer)
   }

@@ -23,7 +23,7 @@ type Probe = [name: string, kind: 'tcp' | 'udp' | 'icmp' | 'http', host: string,
  * path; all at once, each within 1.5 s), `rounds` times `every` seconds apart, and writes what succeeded to /tmp/<file>. It gives
  * its extra addresses back at the end, so the guest is as before for the next test.
  * With `untilStopped`, the rounds go on (at most `rounds`) until the test writes /tmp/<file>.stop
- * in the guest (stop()), and each round ends by writing its number to /tmp/<file>.rounds
+ * in the guest (stopProber()), and each round ends by writing its number to /tmp/<file>.rounds
  * (roundsDone()): the sample probes for exactly as long as the test needs, not for a guess.
  */
 function prober(o: { file: string; addrs?: string[]; probes: Probe[]; rounds?: number; every?: number; untilStopped?: boolean }): string {

@@ -91,9 +91,10 @@ export async function pollUntilFinal(t: PollTarget, o: PollOptions, history: Pol
     }
     let problem: string
     let misbehaviour: boolean
+    const limitMs = t.exchangeMs ?? EXCHANGE_MS.poll
     try {
       const res = await agentRequest({
-        ip: t.ip, port: t.port, method: 'GET', path: ROUTES.status, timeoutMs: t.exchangeMs ?? EXCHANGE_MS.poll, deadlineMs: t.exchangeMs ?? EXCHANGE_MS.poll,
+        ip: t.ip, port: t.port, method: 'GET', path: ROUTES.status, timeoutMs: limitMs, deadlineMs: limitMs,
         signal: o.signal, step: 'polling the analysis status', watch: t.watch
       })
       const j = res.status === 200 ? jsonObject(res.body) : null
