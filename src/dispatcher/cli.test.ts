@@ -121,10 +121,10 @@ describe('aviary dist', () => {
   })
 
   it('refuses bad options with a message and a non-zero status', async () => {
-    for (const args of [['dist', '--threshold', 'many'], ['dist', '-p', '70000'], ['dist', '--report-formats', '../x'], ['dist-worker', '--transfer-timeout', '0']]) {
+    for (const args of [['dist', '--threshold', 'many'], ['dist', '-p', '70000'], ['dist', '--report-formats', '../x'], ['dist-worker', '--transfer-timeout', '0'], ['dist', '--interval', '0.5']]) {
       const r = await run(process.execPath, [BIN, ...args]).catch((e: { code: number; stderr: string }) => e)
       expect((r as { code: number }).code, args.join(' ')).not.toBe(0)
-      expect((r as { stderr: string }).stderr).toMatch(/threshold|port|report format|transfer-timeout must be a whole number from 1 to 86400/)
+      expect((r as { stderr: string }).stderr).toMatch(/threshold|port|report format|transfer-timeout must be a whole number from 1 to 86400|interval must be a whole number from 1 to 3600/)
     }
   })
 
@@ -146,7 +146,7 @@ describe('aviary dist', () => {
 
   it('--uwsgi prints a systemd unit (and says why) that systemd accepts', async () => {
     const data = tempDir()
-    const { code, out } = await printed(['dist', '-p', '9101', '--data', data, '--transfer-timeout', '120', '--uwsgi'])
+    const { code, out } = await printed(['dist', '-p', '9101', '--data', data, '--transfer-timeout', '120', '--interval', '3', '--uwsgi'])
     expect(code).toBe(0)
     expect(out).toMatch(/^# Cuckoo's --uwsgi printed a uWSGI configuration/)
     expect(out).toMatch(/Node\.js program that\n# serves HTTP itself/)
@@ -154,6 +154,7 @@ describe('aviary dist', () => {
     expect(exec).toContain(` dist -H localhost -p 9101 --data ${data} `)
     expect(exec).toContain(`--samples-directory ${path.join(data, 'samples')}`)
     expect(exec).toContain(' --transfer-timeout 120')
+    expect(exec).toContain(' --interval 3')
     if (existsSync('/usr/bin/systemd-analyze')) {
       const unit = path.join(tempDir(), 'aviary-dist.service')
       writeFileSync(unit, out)

@@ -4,7 +4,7 @@
 import path from 'node:path'
 import { Command, InvalidArgumentError } from 'commander'
 import pkg from '../../package.json'
-import { DEFAULT_THRESHOLD, DEFAULT_TRANSFER_TIMEOUT, DIST_DEFAULT_HOST, DIST_DEFAULT_PORT, parseFormats, resolveDistConfig, type DistConfig, type DistConfigInput } from './config'
+import { DEFAULT_INTERVAL, DEFAULT_THRESHOLD, DEFAULT_TRANSFER_TIMEOUT, DIST_DEFAULT_HOST, DIST_DEFAULT_PORT, parseFormats, resolveDistConfig, type DistConfig, type DistConfigInput } from './config'
 
 const int = (name: string, min: number, max: number) => (v: string): number => {
   const n = Number(v)
@@ -29,6 +29,7 @@ interface CommonFlags {
   data?: string
   threshold?: number
   transferTimeout?: number
+  interval?: number
 }
 
 interface DistFlags extends CommonFlags {
@@ -50,6 +51,8 @@ const withCommon = (c: Command): Command => c
   .option('--threshold <n>', 'tasks per assignment round', int('threshold', 1, 1_000_000), DEFAULT_THRESHOLD)
   .option('--transfer-timeout <seconds>', 'how long a node may take to answer a submission or send a report; a submission whose answer was ' +
     'lost is made again only this long after it began, if no copy of it is on the node', int('transfer-timeout', 1, 86_400), DEFAULT_TRANSFER_TIMEOUT)
+  .option('--interval <seconds>', "seconds between the worker's rounds: assigning tasks, and each node's submissions, status checks and " +
+    'report fetches', int('interval', 1, 3_600), DEFAULT_INTERVAL)
 
 const toInput = (o: CommonFlags): DistConfigInput => ({
   debug: o.debug ?? false,
@@ -60,7 +63,8 @@ const toInput = (o: CommonFlags): DistConfigInput => ({
   ...(o.uptimeLogfile !== undefined ? { uptimeLogfile: path.resolve(o.uptimeLogfile) } : {}),
   ...(o.data !== undefined ? { dataDir: o.data } : {}),
   ...(o.threshold !== undefined ? { threshold: o.threshold } : {}),
-  ...(o.transferTimeout !== undefined ? { transferTimeout: o.transferTimeout } : {})
+  ...(o.transferTimeout !== undefined ? { transferTimeout: o.transferTimeout } : {}),
+  ...(o.interval !== undefined ? { interval: o.interval } : {})
 })
 
 /** Runs `aviary dist …` or `aviary dist-worker …` (argv starts with the command name). */
@@ -155,6 +159,7 @@ function distArgs(config: DistConfig, o: DistFlags): string[] {
     '--samples-directory', config.samplesDir, '--reports-directory', config.reportsDir,
     '--report-formats', config.reportFormats.join(','), '--threshold', String(config.threshold)]
   if (config.transferTimeout !== DEFAULT_TRANSFER_TIMEOUT) args.push('--transfer-timeout', String(config.transferTimeout))
+  if (config.interval !== DEFAULT_INTERVAL) args.push('--interval', String(config.interval))
   if (o.db !== undefined) args.push('--db', o.db)
   if (config.uptimeLogfile) args.push('--uptime-logfile', config.uptimeLogfile)
   if (!config.worker) args.push('--no-worker')

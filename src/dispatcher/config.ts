@@ -10,6 +10,8 @@ export const DEFAULT_THRESHOLD = 500
 export const DEFAULT_MAX_UPLOAD = 1024 ** 3
 /** Seconds a node has to take one submission or send one report (and how long a lost submission is waited for). */
 export const DEFAULT_TRANSFER_TIMEOUT = 600
+/** Seconds between the worker's rounds (assigning tasks; each node's submissions, status and fetches). */
+export const DEFAULT_INTERVAL = 10
 
 export interface DistConfig {
   host: string
@@ -29,6 +31,12 @@ export interface DistConfig {
    * this long has passed since it began and no copy of it is on the node (worker/takeover.ts).
    */
   transferTimeout: number
+  /**
+   * Seconds between the worker's rounds: one assigns queued tasks to nodes, and each node has its
+   * own (submit what was assigned, read the node's status, fetch finished reports). New work
+   * starts its node's round at once; this is how soon a finished task is noticed.
+   */
+  interval: number
   /** false: API only (workers run as `aviary dist-worker`). */
   worker: boolean
   maxUploadBytes: number
@@ -56,6 +64,7 @@ export function resolveDistConfig(input: DistConfigInput = {}, env: NodeJS.Proce
     uptimeLogfile: input.uptimeLogfile ?? null,
     threshold: input.threshold ?? DEFAULT_THRESHOLD,
     transferTimeout: input.transferTimeout ?? DEFAULT_TRANSFER_TIMEOUT,
+    interval: input.interval ?? DEFAULT_INTERVAL,
     worker: input.worker ?? true,
     maxUploadBytes: input.maxUploadBytes ?? DEFAULT_MAX_UPLOAD
   }

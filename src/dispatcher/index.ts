@@ -67,6 +67,8 @@ export function workerOptions(config: DistConfig): WorkerOptions {
     reportFormats: config.reportFormats,
     threshold: config.threshold,
     transferTimeoutMs: config.transferTimeout * 1000,
+    assignIntervalMs: config.interval * 1000,
+    nodeIntervalMs: config.interval * 1000,
     uptimeLogfile: config.uptimeLogfile
   }
 }
