@@ -65,7 +65,7 @@ export class InetSim {
     const [file, argv] = diesWithParent(this.program, [`--config=${conf}`, `--pidfile=${path.join(this.dir, 'inetsim.pid')}`], 'SIGTERM')
     const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     this.child = child
-    if (this.leftover !== null && child.pid !== undefined) writeFileSync(this.leftover, `${child.pid}\n`, { mode: 0o600 })
+    if (this.leftover !== null && child.pid !== undefined) writeFileSync(this.leftover, `${child.pid}\n${this.dir}\n`, { mode: 0o600 })
     const keep = (b: Buffer): void => { this.tail = (this.tail + b.toString()).slice(-2000) }
     child.stdout?.on('data', keep)
     child.stderr?.on('data', keep)
@@ -110,8 +110,11 @@ export class InetSim {
   /** Ends the INetSim process group an earlier rooter recorded, if it still runs as INetSim. */
   private async endLeftover(): Promise<void> {
     if (this.leftover === null || !existsSync(this.leftover)) return
-    const pgid = Number(readFileSync(this.leftover, 'utf8').trim())
+    const [group = '', dir = ''] = readFileSync(this.leftover, 'utf8').split('\n')
+    const pgid = Number(group.trim())
     rmSync(this.leftover, { force: true })
+    // Its configuration folder, which a rooter killed with -9 could not remove (one of ours by name only).
+    if (path.basename(dir).startsWith('aviary-inetsim-') && path.dirname(dir) === tmpdir()) rmSync(dir, { recursive: true, force: true })
     // Only a group whose leader is still INetSim: the number may belong to another program by now.
     if (!Number.isInteger(pgid) || pgid <= 1 || !isInetSim(pgid)) return
     const signal = (s: NodeJS.Signals): void => signalGroup(pgid, s)

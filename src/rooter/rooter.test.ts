@@ -5,7 +5,7 @@
 // stays when the rooter stops. Idle and trickling clients cannot keep a service from its routes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -253,18 +253,31 @@ describe('aviary rooter against hostile requests', () => {
     await stopRooter('SIGTERM')
     await startRooter({}, ['--inetsim', RS.ip])
     expect(log).toMatch(/INetSim answers on 10\.213\.0\.1/)
-    expect(await inetsims()).toContain('inetsim_dns_53_')
+    // Each service names itself once forked: under load, a moment after HTTP answers.
+    await expect.poll(inetsims, { timeout: 10_000, interval: 250 }).toContain('inetsim_dns_53_')
     expect((await inetsims()).length).toBeGreaterThan(10)
     const gone = async (): Promise<string[]> => {
       const until = Date.now() + 20_000
       while ((await inetsims()).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 250))
       return inetsims()
     }
+    /** The folder of the configuration INetSim runs from (the rooter's own, in /tmp). */
+    const confDir = async (): Promise<string> => {
+      const pids = (await run('ip', ['netns', 'pids', NS])).stdout.split('\n').filter(Boolean)
+      for (const p of pids) {
+        const m = /--config=(\S+)\/inetsim\.conf/.exec((() => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8').replaceAll('\0', ' ') } catch { return '' } })())
+        if (m) return m[1]!
+      }
+      throw new Error('no INetSim runs in the namespace')
+    }
+    const killedConf = await confDir()
     // Killed at once, while INetSim may still be starting its services (a SIGTERM then is lost):
-    // the next rooter ends what is left before it starts its own.
+    // the next rooter ends what is left before it starts its own, and removes its folder.
     await stopRooter('SIGKILL')
+    expect(existsSync(killedConf)).toBe(true)
     await startRooter({}, ['--inetsim', RS.ip])
     expect(log).toMatch(/ended INetSim \d+, left running by an earlier rooter/)
+    expect(existsSync(killedConf)).toBe(false)
     expect(await answers()).toBe('200')
     // Killed once INetSim has settled: the kernel's parent-death signal ends it, with no rooter to help.
     await new Promise((r) => setTimeout(r, 8000))
