@@ -1,7 +1,7 @@
 // The `aviary` command as a user runs it: the built bin, a real process, real signals.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -37,6 +37,7 @@ beforeAll(async () => {
 })
 afterAll(() => {
   if (server.exitCode === null) server.kill('SIGKILL')
+  rmSync(dataDir, { recursive: true, force: true })
 })
 
 describe('aviary', () => {
@@ -56,6 +57,7 @@ describe('aviary', () => {
 
   it('submits files, a folder and URLs, and prints the task ids', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'aviary-cli-samples-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     writeFileSync(path.join(dir, 'one.exe'), 'one')
     mkdirSync(path.join(dir, 'folder', 'deep'), { recursive: true })
     writeFileSync(path.join(dir, 'folder', 'two.doc'), 'two')
@@ -94,6 +96,7 @@ describe('aviary', () => {
 describe('aviary machines import and aviary agent', () => {
   it('writes machines.json from a Cuckoo conf folder, and will not replace it without --force', async () => {
     const data = mkdtempSync(path.join(tmpdir(), 'aviary-import-'))
+    onTestFinished(() => rmSync(data, { recursive: true, force: true }))
     const conf = path.resolve('test/fixtures/cuckoo-conf/kvm')
     const first = await run(process.execPath, [BIN, 'machines', 'import', conf, '--data', data])
     expect(first.stdout).toMatch(/wrote .*machines\.json/)

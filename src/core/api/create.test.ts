@@ -2,7 +2,7 @@
 // against coreutils, Python's zlib, the ssdeep tool and file(1), not against stored strings.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, writeFileSync, rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -28,7 +28,10 @@ beforeAll(async () => {
     machines: { machines: [{ name: 'win7', ip: '192.168.56.101', platform: 'windows', tags: ['x64'] }] }
   })
 })
-afterAll(async () => h.stop())
+afterAll(async () => {
+  await h.stop()
+  rmSync(fixtures, { recursive: true, force: true })
+})
 
 async function upload(name: string, data: Uint8Array | string, fields: Record<string, string> = {}) {
   return h.post('/tasks/create/file', form(fields, [{ name, data }]))

@@ -1,8 +1,8 @@
 // Reports, archives, screenshots, memory dumps and pcaps, read from analysis folders that the
 // test builds itself (the engine that writes them comes later). Archives are checked with tar.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { execFileSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, ftruncateSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, ftruncateSync, symlinkSync, writeFileSync, readFileSync, rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -43,9 +43,13 @@ const bytes = async (p: string) => {
 }
 function tarList(buf: Buffer, flag: string): string[] {
   const tmp = mkdtempSync(path.join(tmpdir(), 'aviary-tar-'))
-  const file = path.join(tmp, 'a.tar')
-  writeFileSync(file, buf)
-  return execFileSync('tar', [`-t${flag}f`, file], { encoding: 'utf8' }).trim().split('\n').map((l) => l.replace(/\/$/, '')).sort()
+  try {
+    const file = path.join(tmp, 'a.tar')
+    writeFileSync(file, buf)
+    return execFileSync('tar', [`-t${flag}f`, file], { encoding: 'utf8' }).trim().split('\n').map((l) => l.replace(/\/$/, '')).sort()
+  } finally {
+    rmSync(tmp, { recursive: true, force: true })
+  }
 }
 
 describe('GET /tasks/report', () => {
@@ -135,6 +139,7 @@ describe('GET /tasks/screenshots', () => {
     const { res, buf } = await bytes(`/tasks/screenshots/${id}`)
     expect(res.headers.get('content-type')).toBe('application/zip')
     const tmp = mkdtempSync(path.join(tmpdir(), 'aviary-zip-'))
+    onTestFinished(() => rmSync(tmp, { recursive: true, force: true }))
     writeFileSync(path.join(tmp, 's.zip'), buf)
     const listing = execFileSync('unzip', ['-Z1', path.join(tmp, 's.zip')], { encoding: 'utf8' }).trim().split('\n')
     expect(listing).toEqual(['0001.jpg', '0001_small.jpg', '0002.jpg'])

@@ -1,6 +1,6 @@
 // Status, machines, VPN, /exit, the Bearer token, browser guards and the OpenAPI description.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { AviaryService } from '../service'
@@ -61,6 +61,7 @@ describe('machines', () => {
 
   it('refuses to start on a machines.json that is wrong, naming the field', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'aviary-bad-'))
+    onTestFinished(() => rmSync(dataDir, { recursive: true, force: true }))
     writeFileSync(path.join(dataDir, 'machines.json'), JSON.stringify({ machines: [{ name: 'a', ip: 'not-an-ip' }] }))
     await expect(new AviaryService({ dataDir, port: 0, logLevel: 'warn' }).start()).rejects.toThrow(/machines\.0\.ip/)
     writeFileSync(path.join(dataDir, 'machines.json'), '{ nope')

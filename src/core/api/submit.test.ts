@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync, existsSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { form, startHarness, type Harness } from '../../../test/service-harness'
@@ -27,7 +27,10 @@ beforeAll(async () => {
   writeFileSync(path.join(work, 'files', 'a.exe'), 'MZ member a')
   writeFileSync(path.join(work, 'files', 'b.pdf'), '%PDF-1.4 member b')
 })
-afterAll(async () => h.stop())
+afterAll(async () => {
+  await h.stop()
+  rmSync(work, { recursive: true, force: true })
+})
 
 async function submit(fields: Record<string, string>, files: { field?: string; name: string; data: Uint8Array | string }[] = []) {
   return h.post('/tasks/create/submit', form(fields, files))

@@ -2,7 +2,7 @@
 // hashing gives, for any chunking, with several jobs at once, and survive aborted jobs. Whole files
 // (files()) get the same hashes and URLs from the workers as from this thread, in order, with an
 // error in the place of a file that cannot be read, also while an upload is hashed.
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
 import { randomBytes } from 'node:crypto'
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -48,6 +48,7 @@ describe('HashPool', () => {
 
   it('writes the exact bytes to the sink while hashing, for several jobs at once', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'aviary-pool-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const inputs = [0, 1, SLOT_BYTES, SLOT_BYTES * SLOTS * 2 + 777, 3_333_333].map((n) => randomBytes(n))
     for (const p of [pool, new HashPool(null)]) {
       const results = await Promise.all(inputs.map(async (data, i) => {

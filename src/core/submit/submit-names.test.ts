@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -26,6 +26,7 @@ beforeAll(async () => {
 afterAll(async () => {
   db.close()
   await h.stop()
+  rmSync(work, { recursive: true, force: true })
 })
 
 /** A multipart body written byte by byte: the name goes out as UTF-8, unescaped. */
