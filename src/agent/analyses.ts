@@ -12,9 +12,12 @@
 //   the agent's cgroup (cgroups.ts). /reset ends each such cgroup whole, whatever its processes
 //   did with their process group, session or parent.
 // - Linux without a writable cgroup2: each started process's process group, and every process
-//   that descends from a started process when /reset looks (/proc/<pid>/stat). A daemon whose
-//   parent has exited (a double fork) and that left the process group escapes; docs/engine.md says
-//   so.
+//   that descends from a started process, when /reset looks or when the agent looked before
+//   (every LINEAGE_MS while such an analysis runs, /proc/<pid>/stat). What was seen stays ended
+//   with its analysis after its parent has gone: an analyzer cut off when the host died leaves
+//   strace and the sample to init, in sessions of their own. A daemon whose parent exited before
+//   the agent looked (a quick double fork) and that left the process group escapes;
+//   docs/engine.md says so.
 // - Windows: taskkill /T of each started process that still runs, then the process itself (Wine
 //   refuses /T).
 // The environment every started process gets is the one the agent itself was started with.
@@ -53,6 +56,9 @@ export interface AnalysesOptions {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
+/** Linux without cgroups: how often the descendants of the running analyses are noted. */
+const LINEAGE_MS = 500
+
 export class Analyses {
   /** The environment every started process gets: the agent's own, as it was started. */
   readonly env: NodeJS.ProcessEnv
@@ -60,6 +66,9 @@ export class Analyses {
   private started: Started[] = []
   private cgroupParent: string | null
   private warned = false
+  /** Linux without cgroups: each process seen descending from a started one, with its start time. */
+  private readonly lineage = new Map<number, string>()
+  private lineageTimer: NodeJS.Timeout | null = null
 
   constructor(private readonly state: StatusState, private readonly log: (m: string) => void, o: AnalysesOptions & { env?: NodeJS.ProcessEnv } = {}) {
     this.env = { ...(o.env ?? process.env) }
@@ -95,6 +104,10 @@ export class Analyses {
     }
     const entry: Started = { child, group }
     this.started.push(entry)
+    if (group === null && process.platform === 'linux' && this.lineageTimer === null) {
+      this.lineageTimer = setInterval(() => this.noteLineage(), LINEAGE_MS)
+      this.lineageTimer.unref()
+    }
     // A command that ended and left nothing behind needs no cgroup until the next reset.
     child.once('exit', () => {
       if (group === null || !group.removeIfEmpty()) return
@@ -155,7 +168,7 @@ export class Analyses {
       }
     } else {
       for (const { group } of all) if (group !== null) ended += await group.end()
-      ended += await this.endLoose(all.filter((s) => s.group === null).map((s) => s.child.pid ?? 0).filter((p) => p > 0))
+      ended += await this.endLoose(all.filter((s) => s.group === null).map((s) => s.child))
     }
     this.state.status = null
     this.state.description = null
@@ -163,20 +176,50 @@ export class Analyses {
     return ended
   }
 
+  /** The started processes without a cgroup, and those noted below them that still run (the same process, not a reused pid). */
+  private looseRoots(table: Map<number, { start: string }>): number[] {
+    const started = this.started.filter((s) => s.group === null && s.child.exitCode === null && s.child.signalCode === null)
+      .map((s) => s.child.pid ?? 0).filter((p) => p > 0)
+    const noted = [...this.lineage].filter(([pid, start]) => table.get(pid)?.start === start).map(([pid]) => pid)
+    return [...new Set([...started, ...noted])]
+  }
+
+  /** Notes what now descends from the loose analyses; stops looking once none of them runs. */
+  private noteLineage(): void {
+    const table = processTable()
+    const roots = this.looseRoots(table).filter((p) => table.has(p))
+    if (roots.length === 0) {
+      if (this.lineageTimer !== null) clearInterval(this.lineageTimer)
+      this.lineageTimer = null
+      return
+    }
+    for (const pid of descendants(roots, table)) this.lineage.set(pid, table.get(pid)!.start)
+  }
+
   /**
-   * Linux without cgroups: the started processes, their descendants, and the process groups they
-   * lead (the agent starts each detached, so each leads its own). Repeated, since a fork bomb adds
-   * processes while they are being ended.
+   * Linux without cgroups: the started processes, their descendants (now, and those noted
+   * before), and the process groups they lead (the agent starts each detached, so each leads its
+   * own). Repeated, since a fork bomb adds processes while they are being ended.
    */
-  private async endLoose(roots: number[]): Promise<number> {
-    if (roots.length === 0) return 0
+  private async endLoose(started: ChildProcess[]): Promise<number> {
+    const first = processTable()
+    // A started process that has exited is no root (its pid may be another process's by now),
+    // but the group it led still is ours: a pid is not reused while its group has members.
+    const running = started.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid ?? 0)
+    const noted = [...this.lineage].filter(([pid, start]) => first.get(pid)?.start === start).map(([pid]) => pid)
+    const roots = [...new Set([...running, ...noted])].filter((p) => p > 0)
+    const led = started.map((c) => c.pid ?? 0).filter((p) => p > 0)
+    this.lineage.clear()
+    if (this.lineageTimer !== null) clearInterval(this.lineageTimer)
+    this.lineageTimer = null
+    if (led.length === 0 && roots.length === 0) return 0
     const seen = new Set<number>()
     for (let round = 0; round < 5; round++) {
-      const table = processTable()
+      const table = round === 0 ? first : processTable()
       const below = descendants(roots, table)
       const targets = new Set<number>([...roots, ...below].filter((p) => table.has(p) && p !== process.pid))
       // Process groups led by one of ours: members that left the tree but kept the group.
-      const groups = new Set<number>([...roots, ...below])
+      const groups = new Set<number>([...led, ...roots, ...below])
       for (const [pid, { pgid }] of table) if (groups.has(pgid) && pid !== process.pid) targets.add(pid)
       if (targets.size === 0) break
       for (const pid of targets) {

@@ -171,6 +171,8 @@ export class AnalysisCgroup {
 export interface ProcEntry {
   ppid: number
   pgid: number
+  /** When it started (clock ticks since boot): with the pid, it names one process, not a reused pid. */
+  start: string
 }
 
 /** Every process's parent and process group, from /proc/<pid>/stat (Linux). */
@@ -188,7 +190,7 @@ export function processTable(): Map<number, ProcEntry> {
       const stat = readFileSync(`/proc/${name}/stat`, 'latin1')
       // The name in parentheses may hold blanks and parentheses: fields start after the last ')'.
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      out.set(Number(name), { ppid: Number(fields[1]), pgid: Number(fields[2]) })
+      out.set(Number(name), { ppid: Number(fields[1]), pgid: Number(fields[2]), start: fields[19] ?? '' })
     } catch {
       // gone
     }
