@@ -4,7 +4,7 @@
 // next task on their guest (foreign files, another task's behavior.jsonl). Checked through what a
 // user sees: each recovered task and the next task on each guest hold only their own files, their
 // behaviour log names their own task and only their own sample's processes, and the first
-// attempts' samples never got to their last line.
+// attempts' samples never got to their last line, and nothing they sent is in the re-runs' pcaps.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -16,11 +16,18 @@ import { stages, submitFile, waitForTask } from './e2e-helpers'
 const GUESTS = 4
 const AGENT = [process.execPath, path.resolve('bin/aviary.js'), 'agent', '-H', '0.0.0.0', '-p', '8000']
 
-/** First attempt: drops a file, then runs long; a second attempt ends at once. `late` is written only if it is never stopped. */
-const first = (i: number): string => `#!/bin/sh
+/**
+ * First attempt: drops a file, sends a beacon to the host 5 times a second (a UDP packet naming
+ * it), then runs long; a second attempt ends at once. `late` is written only if it is never stopped.
+ */
+const first = (i: number, host: string): string => `#!/bin/sh
 if [ -e /tmp/attempt-${i} ]; then echo second > /tmp/second-${i}.txt; exit 0; fi
 touch /tmp/attempt-${i}
 echo first > /tmp/first-${i}.txt
+python3 -c 'import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+while True:
+    s.sendto(b"beacon-first-${i}", ("${host}", 9)); time.sleep(0.2)' &
 sleep 15
 echo late > /tmp/late-${i}.txt
 `
@@ -87,7 +94,7 @@ describe('kill -9 with four tasks on physical guests', () => {
     let s = await serve(dataDir)
     server = s.proc
     const ids: number[] = []
-    for (let i = 0; i < GUESTS; i++) ids.push(await submitFile(s, `first-${i}.sh`, first(i), { machine: `phys${i}`, timeout: '40' }))
+    for (let i = 0; i < GUESTS; i++) ids.push(await submitFile(s, `first-${i}.sh`, first(i, guests[i]!.hostIp), { machine: `phys${i}`, timeout: '40' }))
     const deadline = Date.now() + 60_000
     for (const id of ids) {
       while (!(await stages(s, id)).includes('sample_running')) {
@@ -108,6 +115,8 @@ describe('kill -9 with four tasks on physical guests', () => {
         const log = readFileSync(path.join(dataDir, 'storage', 'analyses', String(id), 'analysis.log'), 'utf8')
         out.push(...log.split('\n').filter((l) => /earlier|reset|ended|pinned|watching/.test(l)).map((l) => `  ${l}`))
       }
+      const agentLog = await fetch(`http://${guests[i]!.guestIp}:8000/logs`).then(async (r) => ((await r.json()) as { stdout: string }).stdout, (e: Error) => e.message)
+      out.push(`guest ${i}'s agent log:`, ...agentLog.split('\n').slice(-80).map((l) => `  ${l}`))
       return out.join('\n')
     }
     s.proc.kill('SIGKILL')
@@ -135,10 +144,15 @@ describe('kill -9 with four tasks on physical guests', () => {
         const files = existsSync(path.join(dir, 'files')) ? readdirSync(path.join(dir, 'files')) : []
         const mine = id === ids[i] ? [`second-${i}.txt`] : [`next-${i}.txt`]
         const names = files.map((f) => f.replace(/^[0-9a-f]{16}_/, '')).sort()
-        // A late file means the first attempt's sample outlived the reset (seen once in a
-        // two-worker run, not understood): say when it was written against what the runs logged.
+        // A late file means the first attempt's sample outlived the reset (it did on these
+        // guests, which have no cgroup2, until the agent noted what its analyses started): say
+        // when it was written against what the runs and the agent logged.
         if (names.includes(`late-${i}.txt`)) expect.fail(`task ${id}'s dropped files: ${names.join(', ')}\n${await lateStory(i, ids[i]!, id)}`)
         expect(names, `task ${id}'s dropped files`).toEqual(mine)
+        // The first attempt's beacon was ended before the re-run's capture began: none in its pcap.
+        const pcap = path.join(dir, 'dump.pcap')
+        expect(existsSync(pcap), `task ${id}'s pcap`).toBe(true)
+        expect(readFileSync(pcap).includes('beacon-first-'), `task ${id}'s pcap holds the first attempt's beacon`).toBe(false)
         const finished = (await (await fetch(`${s.url}/tasks/timeline/${id}`)).json() as { timeline: { stage: string; message: string | null }[] })
           .timeline.filter((e) => e.stage === 'finished')
         expect(finished.at(-1)?.message, `task ${id} ended by its own analyzer`).toBe('True')

@@ -14,7 +14,7 @@ import type { MachineRow } from '../db/machines.repository'
 import type { TimelineStage } from '../../shared/api/schemas'
 import type { Sample } from '../../shared/api/schemas'
 import type { DriverMachine, MachineDriver } from '../machinery/driver'
-import type { GuestStartSpec } from '../guest/guest-session'
+import { GuestSession, type GuestStartSpec } from '../guest/guest-session'
 import { analyzerTagsRun } from '../guest/analyzer-zip'
 import { AgentError } from '../guest/agent-http'
 import { GuestPhase, type Ending } from './guest-phase'
@@ -130,6 +130,7 @@ export class AnalysisRun {
       onCapReached: (cap) => phase.capReached(cap)
     })
     this.registered = true
+    if (!this.driver.capabilities.revert) await this.endEarlierFirst()
     // tcpdump takes a moment to start listening; the revert does not wait for it, the agent does:
     // nothing of the sample can run before the host has talked to the agent.
     this.captureStarting = this.startCapture(rsPort, false)
@@ -175,6 +176,25 @@ export class AnalysisRun {
     }
     await this.captureStarting
     return phase.run({ timeout, critical: s.timeouts.critical, interactive: this.interactive, spec: () => this.startSpec(sample, timeout, rsPort, analyzer) })
+  }
+
+  /**
+   * A machine that is never reverted (physical) may still run an earlier analysis: this task's
+   * first attempt, cut off when the service was killed, or a run whose end could not reach the
+   * agent. Its agent is asked to end them before this run's capture, route and proxy start, so
+   * that nothing they still send is recorded as this run's (the guest phase asks again before the
+   * analyzer goes in). An agent that has not done so within 10 s is left to the guest phase.
+   */
+  private async endEarlierFirst(): Promise<void> {
+    const session = new GuestSession({ ip: this.machine.ip, port: AGENT_PORT, log: (msg) => this.log.info(msg) })
+    const signal = AbortSignal.any([this.runSignal, AbortSignal.timeout(10_000)])
+    try {
+      await session.waitAvailable({ timeoutMs: 5_000, signal })
+      await session.endEarlierAnalyses(signal)
+    } catch (err) {
+      if (this.runSignal.aborted) throw err
+      this.log.info(`earlier analyses not ended before the capture (${message(err)}): the guest phase asks again`)
+    }
   }
 
   /**
