@@ -64,8 +64,9 @@ export default defineConfig({
     // every file ran alone while most of them wait on guests, timeouts and child processes. Files
     // that share a guest take turns through its lease (test/guests/kvm/guest-lease.ts), and each
     // netns, lab and libvirt name belongs to one file (test/guests/netns-guest.ts), so files can
-    // run side by side. Two at a time: with four, the two cores were saturated and each full run
-    // had a few time limits missed (docs/benchmarks.md). AVIARY_TEST_WORKERS overrides it.
+    // run side by side. Two at a time: with three or four, the two cores were saturated and each
+    // full run had a time limit or two missed, for 100 s less at three (docs/benchmarks.md).
+    // AVIARY_TEST_WORKERS overrides it.
     maxWorkers: Number(process.env.AVIARY_TEST_WORKERS) || 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,
