@@ -236,6 +236,10 @@ describe('mitm=1, with the rooter as root and the service as nobody', () => {
       if (Date.now() > deadline) throw new Error(`task ${id} did not start`)
       await new Promise((r) => setTimeout(r, 200))
     }
+    // Killed in the sample's sleep, once it has marked its first run: the run that follows the
+    // restart is then the short one. (Killed any earlier, the agent's reset ends the first run
+    // before it marks it, and the second sleeps the whole minute.)
+    await until('the sample asleep in its first run', () => existsSync(path.join(lab.guests[0]!.tmpDir, 'slept-long')), 60_000)
     const proxies = proxiesOf(confdir)
     expect(proxies).toHaveLength(1)
     s.proc.kill('SIGKILL')
