@@ -261,16 +261,10 @@ describe('aviary rooter against hostile requests', () => {
       while ((await inetsims()).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 250))
       return inetsims()
     }
-    /** The folder of the configuration INetSim runs from (the rooter's own, in /tmp). */
-    const confDir = async (): Promise<string> => {
-      const pids = (await run('ip', ['netns', 'pids', NS])).stdout.split('\n').filter(Boolean)
-      for (const p of pids) {
-        const m = /--config=(\S+)\/inetsim\.conf/.exec((() => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8').replaceAll('\0', ' ') } catch { return '' } })())
-        if (m) return m[1]!
-      }
-      throw new Error('no INetSim runs in the namespace')
-    }
-    const killedConf = await confDir()
+    // The folder of the configuration INetSim runs from, as the rooter records it for the next one.
+    // (Not from INetSim's command line: INetSim renames its processes, and their arguments with them.)
+    const killedConf = readFileSync(`${socket}.inetsim`, 'utf8').split('\n')[1] ?? ''
+    expect(path.basename(killedConf)).toMatch(/^aviary-inetsim-/)
     // Killed at once, while INetSim may still be starting its services (a SIGTERM then is lost):
     // the next rooter ends what is left before it starts its own, and removes its folder.
     await stopRooter('SIGKILL')
