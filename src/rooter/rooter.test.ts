@@ -84,6 +84,10 @@ describe('aviary rooter against hostile requests', () => {
 
   afterAll(async () => {
     rooter?.kill('SIGKILL')
+    // What still runs in the namespace (an INetSim whose rooter was killed while it started, after
+    // a test failed midway) goes with it, rather than living on in a namespace nobody can name.
+    const left = await run('ip', ['netns', 'pids', NS]).then((r) => r.stdout.split('\n').filter(Boolean).map(Number), () => [])
+    for (const pid of left) try { process.kill(pid, 'SIGKILL') } catch { /* gone */ }
     await run('ip', ['netns', 'del', NS]).catch(() => undefined)
     rmSync(dir, { recursive: true, force: true })
   })
