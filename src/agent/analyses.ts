@@ -176,12 +176,16 @@ export class Analyses {
     return ended
   }
 
-  /** The started processes without a cgroup, and those noted below them that still run (the same process, not a reused pid). */
+  /** The processes noted below the analyses that still run: the same process, not a reused pid. */
+  private notedRunning(table: Map<number, { start: string }>): number[] {
+    return [...this.lineage].filter(([pid, start]) => table.get(pid)?.start === start).map(([pid]) => pid)
+  }
+
+  /** The started processes without a cgroup that still run, and those noted below them. */
   private looseRoots(table: Map<number, { start: string }>): number[] {
     const started = this.started.filter((s) => s.group === null && s.child.exitCode === null && s.child.signalCode === null)
       .map((s) => s.child.pid ?? 0).filter((p) => p > 0)
-    const noted = [...this.lineage].filter(([pid, start]) => table.get(pid)?.start === start).map(([pid]) => pid)
-    return [...new Set([...started, ...noted])]
+    return [...new Set([...started, ...this.notedRunning(table)])]
   }
 
   /** Notes what now descends from the loose analyses; stops looking once none of them runs. */
@@ -206,8 +210,7 @@ export class Analyses {
     // A started process that has exited is no root (its pid may be another process's by now),
     // but the group it led still is ours: a pid is not reused while its group has members.
     const running = started.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid ?? 0)
-    const noted = [...this.lineage].filter(([pid, start]) => first.get(pid)?.start === start).map(([pid]) => pid)
-    const roots = [...new Set([...running, ...noted])].filter((p) => p > 0)
+    const roots = [...new Set([...running, ...this.notedRunning(first)])].filter((p) => p > 0)
     const led = started.map((c) => c.pid ?? 0).filter((p) => p > 0)
     this.lineage.clear()
     if (this.lineageTimer !== null) clearInterval(this.lineageTimer)
