@@ -3,6 +3,15 @@
 // reparented to init) and for the sockets those processes hold, matched by inode against
 // /proc/<pid>/net/{tcp,tcp6,udp,udp6}. Polling can miss processes that live less than one period;
 // strace (strace-log.ts) fills that gap where it is available.
+//
+// What a poll reads: the list of /proc, then the stat of each tracked process and of each pid the
+// previous poll did not list. A pid that the previous poll listed and found outside the tree is
+// not read again: its parent was not in the tree then, and a process's parent only ever changes
+// to init or to a subreaper above it, never into a tree it was not in. That pid number is still
+// the same process, because Linux hands out pids in turn and comes back to a freed one only after
+// going round the whole pid space (kernel.pid_max, 32768 at least), which one period of forks
+// cannot do. Where the guest is a network namespace on a busy host, /proc lists every process of
+// the host; reading each one's stat ten times a second cost more CPU than the sample's own tree.
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs'
 import type { ConnectionRecord, ProcessRecord } from '../../guest-protocol/behavior.js'
 import type { Monitor } from './monitor.js'
@@ -64,6 +73,8 @@ export function parseProcAddress(hex: string): { addr: string; port: number } {
 export class ProcMonitor implements Monitor {
   private readonly tracked = new Map<number, Tracked>()
   private readonly connections = new Map<string, ConnectionRecord>()
+  /** Pids the last poll listed and found outside the tree, for good (see the top of the file). */
+  private outside = new Set<number>()
   private timer: NodeJS.Timeout | null = null
 
   /** `root` is the process we started; with `hideRoot` (strace) only its descendants are reported. */
@@ -96,10 +107,16 @@ export class ProcMonitor implements Monitor {
   poll(): void {
     const now = Date.now()
     const table = new Map<number, { ppid: number; start: string }>()
+    const outside = new Set<number>()
     for (const name of readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue
-      const s = statOf(Number(name))
-      if (s !== null) table.set(Number(name), s)
+      const pid = Number(name)
+      if (this.outside.has(pid)) {
+        outside.add(pid)
+        continue
+      }
+      const s = statOf(pid)
+      if (s !== null) table.set(pid, s)
     }
     for (const [pid, t] of this.tracked) {
       const s = table.get(pid)
@@ -115,15 +132,22 @@ export class ProcMonitor implements Monitor {
         t.record.command_line = cmdlineOf(pid) || t.record.command_line
       }
     }
+    const inTree = (pid: number): boolean => {
+      const t = this.tracked.get(pid)
+      return t !== undefined && t.record.exited === null && t.start === table.get(pid)?.start
+    }
+    /** Below a live tracked process, but not taken yet (a zombie, or strace's fork before its exec). */
+    const pending = new Set<number>()
     let grew = true
     while (grew) {
       grew = false
+      pending.clear()
       for (const [pid, s] of table) {
         const known = this.tracked.get(pid)
         if (known !== undefined && known.start === s.start) continue
-        const parent = this.tracked.get(s.ppid)
         const isRoot = pid === this.root && known === undefined
-        if (!isRoot && (parent === undefined || parent.record.exited !== null)) continue
+        if (!isRoot && !inTree(s.ppid)) continue
+        pending.add(pid)
         // Under strace, the root's own forks (its start-up feature probes, or the sample's child
         // before its execve) still show strace's command line: wait until they have exec'ed.
         const cmd = cmdlineOf(pid)
@@ -131,6 +155,7 @@ export class ProcMonitor implements Monitor {
         // A zombie shows neither command line nor image: nothing to report (strace has it, if any).
         const exe = exeOf(pid)
         if (cmd === '' && exe === null) continue
+        pending.delete(pid)
         const ppid = this.hideRoot && s.ppid === this.root ? this.parentOfRoot() : s.ppid
         this.tracked.set(pid, {
           start: s.start,
@@ -139,6 +164,21 @@ export class ProcMonitor implements Monitor {
         grew = true
       }
     }
+    // Outside for good: neither in the tree nor waiting below it, nor below one that waits.
+    const held = new Set(pending)
+    for (let more = held.size > 0; more;) {
+      more = false
+      for (const [pid, s] of table) {
+        if (!held.has(pid) && held.has(s.ppid)) {
+          held.add(pid)
+          more = true
+        }
+      }
+    }
+    for (const pid of table.keys()) {
+      if (!this.tracked.has(pid) && !held.has(pid) && pid !== this.root) outside.add(pid)
+    }
+    this.outside = outside
     this.pollSockets(now)
   }
 
