@@ -1,11 +1,13 @@
 // `aviary setup`, the one root command of the machine builder: what it would do (--print, as the
 // README gives it), the exact commands, and the refusals (a bad flag named, not root).
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { guestNetwork } from './setup'
+import { Libvirt } from './libvirt-host'
+import { ensureGuestNetwork, guestNetwork } from './setup'
 
 const run = promisify(execFile)
 const CLI = path.resolve('bin/aviary.js')
@@ -51,5 +53,27 @@ describe('aviary setup', () => {
 
   it('derives the bridge and the host address from the network', () => {
     expect(guestNetwork('aviary', '10.80.0.7/24')).toEqual({ name: 'aviary', bridge: 'aviary-br0', hostIp: '10.80.0.1', prefix: 24, cidr: '10.80.0.0/24' })
+  })
+
+  it("makes libvirt's MAC folder with the network: libvirt makes it only for networks with dnsmasq", async () => {
+    const tmp = mkdtempSync(path.join(tmpdir(), 'aviary-setup-test-'))
+    // The system daemon, with a network of this file's own (name, bridge and subnet used nowhere else).
+    const lv = new Libvirt('qemu:///system')
+    const net = guestNetwork('avsu', '10.231.0.0/24')
+    try {
+      const macDir = path.join(tmp, 'dnsmasq')
+      expect(await ensureGuestNetwork(lv, net, macDir)).toBe('made')
+      expect(await lv.netActive(net.name)).toBe(true)
+      expect(statSync(macDir).isDirectory()).toBe(true)
+      expect(statSync(macDir).mode & 0o777).toBe(0o755)
+      // Only where asked: without a folder to look after, it touches none.
+      rmSync(macDir, { recursive: true })
+      expect(await ensureGuestNetwork(lv, net, null)).toBe('there')
+      expect(existsSync(macDir)).toBe(false)
+    } finally {
+      await lv.run(['net-destroy', net.name], 'stopping the test network').catch(() => undefined)
+      await lv.run(['net-undefine', net.name], 'removing the test network').catch(() => undefined)
+      rmSync(tmp, { recursive: true, force: true })
+    }
   })
 })

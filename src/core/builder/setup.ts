@@ -57,8 +57,22 @@ function clashes(n: GuestNetwork): string[] {
     .map((a) => `${a.address} on ${ifname}`))
 }
 
-/** Defines, starts and autostarts the network; a network of that name with another bridge or address is refused. */
-export async function ensureGuestNetwork(lv: Libvirt, n: GuestNetwork): Promise<'made' | 'there'> {
+/**
+ * Where libvirt's system daemon records each guest's MAC address (`<bridge>.macs`) when the guest
+ * starts. libvirt 9.0 makes this folder only when it runs dnsmasq for some network; ours has
+ * neither DHCP nor DNS, so on a host where no other network ever ran dnsmasq the folder is not
+ * there, and starting any machine fails: "Failed to create file
+ * '/var/lib/libvirt/dnsmasq/<bridge>.macs.new'". Seen on a fresh host: the first machine built.
+ */
+export const LIBVIRT_MAC_DIR = '/var/lib/libvirt/dnsmasq'
+
+/**
+ * Defines, starts and autostarts the network; a network of that name with another bridge or
+ * address is refused. Makes libvirt's MAC folder (`macDir`; LIBVIRT_MAC_DIR for the system
+ * daemon, none otherwise) if it is missing, which takes root, as `aviary setup` is run.
+ */
+export async function ensureGuestNetwork(lv: Libvirt, n: GuestNetwork, macDir: string | null = lv.uri === 'qemu:///system' ? LIBVIRT_MAC_DIR : null): Promise<'made' | 'there'> {
+  if (macDir !== null && !existsSync(macDir)) mkdirSync(macDir, { recursive: true, mode: 0o755 })
   const xml = await lv.netXml(n.name)
   let made: 'made' | 'there' = 'there'
   if (xml === null) {
@@ -120,7 +134,8 @@ export async function setupSteps(o: SetupOptions): Promise<Step[]> {
   }
 
   steps.push({
-    say: `the guests' network '${net.name}': bridge ${net.bridge}, host ${net.hostIp}/${net.prefix}, <forward mode='open'/>, no DHCP, no DNS; started and autostarted\n${networkXml(net)}`,
+    say: `the guests' network '${net.name}': bridge ${net.bridge}, host ${net.hostIp}/${net.prefix}, <forward mode='open'/>, no DHCP, no DNS; started and autostarted ` +
+      `(and libvirt's ${LIBVIRT_MAC_DIR}, which it makes only for networks with dnsmasq)\n${networkXml(net)}`,
     act: async () => {
       const how = await ensureGuestNetwork(new Libvirt('qemu:///system'), net)
       o.log?.(how === 'made' ? `made the network ${net.name}` : `the network ${net.name} was there`)
