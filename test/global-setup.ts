@@ -1,7 +1,18 @@
 // Builds the bundled CLI (with Aviary's analyzer), the renderer and the Linux agent executable once per test
 // run, so tests that spawn `aviary`, start the hashing worker, upload the analyzer or boot a guest
 // with the agent use the same artifacts as a user would. The UI's build runs beside the other two.
-import { spawn } from 'node:child_process'
+//
+// A run whose sources are those of the last build does not build again: the builds' inputs (every
+// file git lists, tracked or new, outside the tests, the docs and the benches, plus Node's version)
+// are hashed, and the hash is written to out/ once all three builds have succeeded. Editing a test
+// and running it again then starts at once instead of after 30–40 s of builds.
+import { execFileSync, spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+
+const STAMP = 'out/.test-build-key'
+/** What the three builds write; all must be there for the stamp to count. */
+const OUTPUTS = ['out/main', 'out/preload', 'out/renderer/index.html', 'out/cli/aviary.mjs', 'out/cli/analyzer/analyzer.cjs', 'out/agent/aviary-agent-linux-x64']
 
 /** Runs `node args`; rejects with what it said when it fails. `quiet` keeps its output unless it fails. */
 function node(what: string, args: string[], quiet = false): Promise<void> {
@@ -15,7 +26,35 @@ function node(what: string, args: string[], quiet = false): Promise<void> {
   })
 }
 
+/** A file the builds do not read: a test, a document, a bench, CI's script. */
+const notBuilt = (f: string): boolean => /^(test|docs|bench|e2e|\.ci)\//.test(f) || /\.test\.tsx?$/.test(f) || f.endsWith('.md')
+
+/** The hash of the builds' inputs; null outside a git checkout (then every run builds). */
+export function buildKey(): string | null {
+  let files: string[]
+  try {
+    files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { encoding: 'utf8', maxBuffer: 64 << 20 })
+      .split('\0').filter((f) => f !== '' && !notBuilt(f)).sort()
+  } catch {
+    return null
+  }
+  const h = createHash('sha256').update(`${process.version}\0`)
+  for (const f of files) {
+    let data: Buffer
+    try {
+      data = readFileSync(f)
+    } catch {
+      continue // listed by the index, deleted in the work tree
+    }
+    h.update(`${f}\0${data.length}\0`).update(data)
+  }
+  return h.digest('hex')
+}
+
 export default async function setup(): Promise<void> {
+  const key = buildKey()
+  if (key !== null && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === key && OUTPUTS.every((o) => existsSync(o))) return
+  rmSync(STAMP, { force: true })
   await Promise.all([
     // The UI the service serves at / (the UI and Electron launch tests load it).
     node('building the UI', ['node_modules/electron-vite/bin/electron-vite.js', 'build', '--logLevel', 'warn']),
@@ -23,4 +62,5 @@ export default async function setup(): Promise<void> {
     // every ELF note it does not know; only a failure is worth showing.
     node('building the CLI', ['scripts/build-cli.mjs']).then(() => node('building the agent', ['scripts/build-agent.mjs', '--linux-only'], true))
   ])
+  if (key !== null) writeFileSync(STAMP, key)
 }

@@ -1,26 +1,24 @@
-// The agent as a Node single executable: scripts/build-agent.mjs --linux-only builds it (and the
-// analyzer bundle) into a temporary folder; the binary must start, answer the protocol, run a
-// script with its embedded runtime (/execnode) given as its first argument, unpack a zip with the bundled zip reader, and
-// exit on /kill.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+// The agent as a Node single executable, as scripts/build-agent.mjs --linux-only builds it (and
+// the analyzer bundle): the test run's global setup (test/global-setup.ts) has built both into
+// out/, as a user's build does. The binary must start, answer the protocol, run a script with its
+// embedded runtime (/execnode) given as its first argument, unpack a zip with the bundled zip
+// reader, and exit on /kill.
+import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ZipFile } from 'yazl'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 
+const OUT = join(__dirname, '../../out')
+const BIN = join(OUT, 'agent', 'aviary-agent-linux-x64')
 let dir: string
 let agent: ChildProcess | undefined
 let base: string
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'aviary-sea-test-'))
-  execFileSync(process.execPath, ['scripts/build-agent.mjs', '--linux-only'], {
-    cwd: join(__dirname, '../..'),
-    env: { ...process.env, AVIARY_AGENT_OUTDIR: join(dir, 'agent'), AVIARY_ANALYZER_OUTDIR: join(dir, 'analyzer') },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  const bin = join(dir, 'agent', 'aviary-agent-linux-x64')
+  const bin = BIN
   const child = spawn(bin, ['-H', '127.0.0.1', '-p', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
   agent = child
   const port = await new Promise<number>((ok, fail) => {
@@ -50,7 +48,7 @@ async function post(path: string, fields: Record<string, string>, file?: [string
 }
 
 it('builds the analyzer bundle and the executable, which answers like agent 0.10', async () => {
-  expect(statSync(join(dir, 'analyzer', 'analyzer.cjs')).size).toBeGreaterThan(1000)
+  expect(statSync(join(OUT, 'cli', 'analyzer', 'analyzer.cjs')).size).toBeGreaterThan(1000)
   const body = (await (await fetch(`${base}/`)).json()) as Record<string, unknown>
   expect(body).toMatchObject({ message: 'Aviary Agent', version: '0.10' })
   expect(body.features).toContain('execnode')
@@ -62,7 +60,7 @@ it('runs a script with its embedded Node runtime and unpacks zips', async () => 
   const r = await post('/execnode', { filepath: script, args: 'x y' })
   // Told to run the script by its arguments (like node), not by anything in the environment,
   // which the analyzer passes on to the sample: it is the agent's own, as it was started.
-  expect(JSON.parse(String(r.stdout))).toEqual({ argv: [join(dir, 'agent', 'aviary-agent-linux-x64'), script, 'x', 'y'], fs: 'function', file: script, env: process.env })
+  expect(JSON.parse(String(r.stdout))).toEqual({ argv: [BIN, script, 'x', 'y'], fs: 'function', file: script, env: process.env })
   const zip = new ZipFile()
   zip.addBuffer(Buffer.from('inside'), 'sub/inner.txt')
   zip.end()
@@ -76,5 +74,5 @@ it('exits on /kill', async () => {
   const exited = new Promise<number | null>((ok) => agent?.once('exit', (code) => ok(code)))
   expect((await post('/kill', {})).message).toBe('Quit the Aviary Agent')
   expect(await exited).toBe(0)
-  expect(existsSync(join(dir, 'agent', 'aviary-agent-linux-x64'))).toBe(true)
+  expect(existsSync(BIN)).toBe(true)
 })
