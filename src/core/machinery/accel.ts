@@ -2,7 +2,8 @@
 // (QEMU's own CPU emulation, ~10-30× slower, but it runs anywhere). libvirt is asked, not
 // /dev/kvm: with qemu:///system QEMU runs as libvirt's user (libvirt-qemu on Debian, in group
 // kvm), so what counts is whether libvirt's QEMU can use KVM, which `virsh capabilities` says
-// (a `<domain type='kvm'>` under the x86_64 guest). /dev/kvm and the CPU flags only explain why not.
+// (a `<domain type='kvm'>` under the x86_64 guest), together with the CPU's VT-x or AMD-V flag
+// (chooseAccel); /dev/kvm explains why not.
 // Read by the machine builder (which type a new domain gets) and by the kvm driver's check (the
 // doctor says which one each machine uses).
 import { existsSync, readFileSync } from 'node:fs'
@@ -44,12 +45,30 @@ export function whyNoKvm(o: { devKvm?: string; cpuinfo?: string } = {}): string 
   return vt ? `libvirt's QEMU cannot use ${dev} (its permissions, or libvirtd started before it appeared: restart libvirtd)` : `${dev} exists but the CPU shows no VT-x or AMD-V`
 }
 
+/** Whether the CPU shows VT-x or AMD-V (/proc/cpuinfo's flags). */
+export function cpuHasVt(cpuinfo = '/proc/cpuinfo'): boolean {
+  try {
+    return /^flags\s*:.*\b(vmx|svm)\b/m.test(readFileSync(cpuinfo, 'utf8'))
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The accelerator for the domain types libvirt offers. libvirt offers `kvm` whenever its QEMU can
+ * open /dev/kvm, but a VM without nested virtualization may have a /dev/kvm and no VT-x or AMD-V:
+ * a domain of type kvm then dies at its start ("failed to set MSR 0x10a", seen on such a host),
+ * so KVM counts only with the CPU's flags as well.
+ */
+export function chooseAccel(types: string[], o: { devKvm?: string; cpuinfo?: string } = {}): HostAccel {
+  if (types.includes('kvm') && cpuHasVt(o.cpuinfo)) return { type: 'kvm', reason: 'KVM: libvirt\'s QEMU runs guests with hardware virtualization' }
+  return { type: 'qemu', reason: `TCG (software emulation, ~10-30× slower than KVM): ${whyNoKvm(o)}` }
+}
+
 /** What libvirt at `uri` gives QEMU domains, with the reason. */
 export async function hostAccel(uri: string, virsh = 'virsh'): Promise<HostAccel> {
   const caps = (await runTool(virsh, ['-c', uri, 'capabilities'], 'reading libvirt\'s capabilities', 60_000)).stdout
-  const types = capabilityDomainTypes(caps)
-  if (types.includes('kvm')) return { type: 'kvm', reason: 'KVM: libvirt\'s QEMU runs guests with hardware virtualization' }
-  return { type: 'qemu', reason: `TCG (software emulation, ~10-30× slower than KVM): ${whyNoKvm()}` }
+  return chooseAccel(capabilityDomainTypes(caps))
 }
 
 /** The `type` of a domain's XML (`kvm`, `qemu`, or `test` on libvirt's test driver). */
