@@ -18,8 +18,6 @@ const LONG_FILES = [
   'test/e2e/route-fallback.test.ts',
   'test/ui-e2e/a11y.e2e.test.ts',
   'src/core/machinery/kvm.contract.test.ts',
-  // After linux-machines has had time to build the image it shares.
-  'test/e2e/prepare-mode.test.ts',
   'src/core/api/results.test.ts',
   'test/e2e/recovery-physical.test.ts',
   'test/ui-e2e/machines-fleet.e2e.test.ts'

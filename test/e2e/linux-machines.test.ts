@@ -6,7 +6,12 @@
 // through the API (a process tree, a pcap, a screenshot, a memory dump in the report), and the
 // other machine, on route `none` with the rooter as its network's only firewall, reaches nothing:
 // judged by what the upstream and the host's own listener received, after the same probe, run on
-// the same machine before the rooter started, reached both. Timings are printed, never asserted.
+// the same machine before the rooter started, reached both. Last, prepare mode (`aviary machines
+// prepare NAME`, then --keep or --discard) on the first machine, through the command a user types:
+// a file written in the guest through its agent survives keep (the next prepare reverts to the
+// kept snapshot and finds it); a second file is gone after discard, the first still there. (It had
+// a file and a third machine of its own; on the machines made here it costs no build and no boot.)
+// Timings are printed, never asserted.
 import { execFile } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { networkInterfaces } from 'node:os'
@@ -23,6 +28,7 @@ import { stages, submitFile, waitForTask } from './e2e-helpers'
 
 const run = promisify(execFile)
 const AGENT = path.resolve('out/agent/aviary-agent-linux-x64')
+const CLI = path.resolve('bin/aviary.js')
 const FINAL = ['reported', 'failed_analysis', 'failed_processing']
 const times: Record<string, number> = {}
 
@@ -34,28 +40,29 @@ const otherHostIps = (): string[] => Object.values(networkInterfaces()).flat()
  * A bash sample that tries every way out it knows, and writes what it saw to /tmp/probe-<tag>.txt.
  * The tries run side by side (each appends one short line), so a guest that reaches nothing
  * spends one time limit, not the sum of them; those with the extra address run after it is taken.
- * Each try gets 10 s: started all at once under strace on one TCG vCPU, wget and ping took over
- * 4 s to start and were ended before they sent anything.
+ * A try that ends on its own (wget gives up after 3 s, ping after 2) gets 25 s, a bash connect
+ * that would hang 10 s: started all at once under strace on one TCG vCPU, wget and ping have
+ * taken over 10 s to start, and were ended before they sent anything.
  */
 function prober(tag: string): string {
   const hosts = [NETWORK.hostIp, ...otherHostIps()]
   return `#!/bin/bash
 r=/tmp/probe-${tag}.txt
 : > "$r"
-try() { if timeout 10 "$@" >/dev/null 2>&1; then echo "REACHED $*" >> "$r"; else echo "blocked $*" >> "$r"; fi; }
+try() { local t=$1; shift; if timeout "$t" "$@" >/dev/null 2>&1; then echo "REACHED $*" >> "$r"; else echo "blocked $*" >> "$r"; fi; }
 for h in ${hosts.join(' ')}; do
-  try bash -c "exec 3<>/dev/tcp/$h/${LISTEN_PORT}" &
-  try bash -c "echo probe-${tag} > /dev/udp/$h/${LISTEN_PORT + 1}; sleep 0.3" &
-  try ping -c1 -W2 "$h" &
+  try 10 bash -c "exec 3<>/dev/tcp/$h/${LISTEN_PORT}" &
+  try 10 bash -c "echo probe-${tag} > /dev/udp/$h/${LISTEN_PORT + 1}; sleep 0.3" &
+  try 25 ping -c1 -W2 "$h" &
 done
-try wget -q -T 3 -t 1 -O /dev/null http://${UPSTREAM_IP}/c-${tag} &
-try bash -c "echo probe-${tag} > /dev/udp/${UPSTREAM_IP}/7; sleep 0.3" &
-try ping -c1 -W2 ${UPSTREAM_IP} &
+try 25 wget -q -T 3 -t 1 -O /dev/null http://${UPSTREAM_IP}/c-${tag} &
+try 10 bash -c "echo probe-${tag} > /dev/udp/${UPSTREAM_IP}/7; sleep 0.3" &
+try 25 ping -c1 -W2 ${UPSTREAM_IP} &
 wait
 # Another address of the guest's own network, as root in its VM may take one.
 ip addr add 10.216.0.222/24 dev eth0
-try wget -q -T 3 -t 1 --bind-address=10.216.0.222 -O /dev/null http://${UPSTREAM_IP}/c-${tag}-spoofed &
-try bash -c "exec 3<>/dev/tcp/${NETWORK.hostIp}/${LISTEN_PORT}" &
+try 25 wget -q -T 3 -t 1 --bind-address=10.216.0.222 -O /dev/null http://${UPSTREAM_IP}/c-${tag}-spoofed &
+try 10 bash -c "exec 3<>/dev/tcp/${NETWORK.hostIp}/${LISTEN_PORT}" &
 wait
 ip addr del 10.216.0.222/24 dev eth0
 exit 0
@@ -93,12 +100,46 @@ async function linkState(m: { ip: string; tap: string }): Promise<string> {
   return `in the guest:\n${guest}\non the host:\n${host.join('')}`
 }
 
+const MARK1 = '/root/kept-marker.txt'
+const MARK2 = '/root/discarded-marker.txt'
+
+/** The agent's answer to `command` (POST /execute), once it answers at all (after a revert the guest's link may take a moment). */
+async function inGuestAfterRevert(ip: string, command: string): Promise<string> {
+  const until = Date.now() + 180_000
+  for (;;) {
+    try {
+      const res = await fetch(`http://${ip}:8000/execute`, { method: 'POST', body: new URLSearchParams({ command, shell: '1' }), signal: AbortSignal.timeout(60_000) })
+      if (res.status !== 200) throw new Error(`/execute answered ${res.status}: ${await res.text()}`)
+      return ((await res.json()) as { stdout?: string }).stdout ?? ''
+    } catch (err) {
+      if (Date.now() > until) throw err
+      await new Promise((r) => setTimeout(r, 2000))
+    }
+  }
+}
+
+/** Stores `text` at `filepath` in the guest as the host stores an analysis' files (POST /store). */
+async function store(ip: string, filepath: string, text: string): Promise<void> {
+  const form = new FormData()
+  form.set('filepath', filepath)
+  form.set('file', new Blob([text]), path.basename(filepath))
+  const res = await fetch(`http://${ip}:8000/store`, { method: 'POST', body: form, signal: AbortSignal.timeout(60_000) })
+  expect(res.status, await res.clone().text()).toBe(200)
+}
+
+const show = (f: string): string => `if [ -f ${f} ]; then echo "${f}: $(cat ${f})"; else echo "${f}: none"; fi`
+
 describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what it made', () => {
   let lab: AvlxLab
   let builds: MachineBuilds
   let job: BuildJob
   let h: Harness | undefined
   const layout = (): ReturnType<typeof createLayout> => createLayout(lab.dataDir)
+  const machines = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
+    run(process.execPath, [CLI, 'machines', ...args, '--data', lab.dataDir, '--remote', h!.url], { timeout: 900_000 })
+      .then((r) => ({ code: 0, ...r }), (e: { code: number; stdout: string; stderr: string }) => e)
+  const snapshots = async (label: string): Promise<string[]> =>
+    (await lab.lv.run(['snapshot-list', label, '--name'], 'snapshots')).split('\n').map((l) => l.trim()).filter(Boolean)
 
   beforeAll(async () => {
     lab = await createAvlxLab()
@@ -300,5 +341,53 @@ describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what
       expect(seenInGuest).not.toMatch(/REACHED (wget|bash -c exec|ping)/)
       expect(readFileSync(path.join(dir, 'analysis.log'), 'utf8')).toMatch(/route none off; it dropped [1-9]\d* packets/)
     }, 1_200_000)
+
+    it('prepare mode on lx-1: keeps a file made in the guest, and discards one made after', async () => {
+      const m = job.result!.machines[0]!
+      expect(m).toMatchObject({ name: 'lx-1', label: 'avlx-lx-1' })
+      expect(await snapshots(m.label)).toEqual(['clean'])
+
+      // prepare: reverted to the snapshot and running, locked, and the command says how to reach it.
+      const p1 = await machines(['prepare', m.name])
+      expect(p1.stderr).toBe('')
+      expect(p1.stdout).toContain(`its agent: http://${m.ip}:8000`)
+      expect(await lab.lv.domState(m.label)).toBe('running')
+      const { body: preparing } = await h!.json<{ preparing: { machine: string }[] }>('/aviary/machines/preparing')
+      expect(preparing.preparing.map((s) => s.machine)).toEqual([m.name])
+      expect(await inGuestAfterRevert(m.ip, show(MARK1))).toContain(`${MARK1}: none`)
+      await store(m.ip, MARK1, 'made in prepare mode, then kept')
+
+      // keep: the running machine becomes 'clean' (no spare snapshot left behind), powered off.
+      const k = await machines(['prepare', m.name, '--keep'])
+      expect(k.stderr).toBe('')
+      expect(k.stdout).toMatch(/^kept: lx-1's snapshot is now the machine as you left it/)
+      expect(await snapshots(m.label)).toEqual(['clean'])
+      expect(await lab.lv.domState(m.label)).toBe('shut off')
+
+      // prepare again: back to the kept snapshot, where the file is.
+      expect((await machines(['prepare', m.name])).code).toBe(0)
+      expect(await inGuestAfterRevert(m.ip, show(MARK1))).toContain(`${MARK1}: made in prepare mode, then kept`)
+      await store(m.ip, MARK2, 'made in prepare mode, then discarded')
+      expect(await inGuestAfterRevert(m.ip, show(MARK2))).toContain(`${MARK2}: made in prepare mode, then discarded`)
+
+      // discard: back to the snapshot, powered off, the snapshot unchanged.
+      const d = await machines(['prepare', m.name, '--discard'])
+      expect(d.stderr).toBe('')
+      expect(d.stdout).toMatch(/^discarded: lx-1 is back to its snapshot/)
+      expect(await lab.lv.domState(m.label)).toBe('shut off')
+      expect(await snapshots(m.label)).toEqual(['clean'])
+
+      // prepare once more: the kept file is there, the discarded one is not.
+      expect((await machines(['prepare', m.name])).code).toBe(0)
+      const seen = await inGuestAfterRevert(m.ip, `${show(MARK1)}; ${show(MARK2)}`)
+      expect(seen).toContain(`${MARK1}: made in prepare mode, then kept`)
+      expect(seen).toContain(`${MARK2}: none`)
+      expect((await machines(['prepare', m.name, '--discard'])).code).toBe(0)
+      expect(await lab.lv.domState(m.label)).toBe('shut off')
+      // Released: the service holds no machine in prepare mode, nor a marker in the machine's folder.
+      const { body: after } = await h!.json<{ preparing: unknown[] }>('/aviary/machines/preparing')
+      expect(after.preparing).toEqual([])
+      expect(existsSync(path.join(layout().machineDir(m.name), 'preparing.json'))).toBe(false)
+    }, 1_800_000)
   })
 })

@@ -71,7 +71,7 @@ export async function createAvlxLab(o: { network?: string; subnet?: string } = {
     if (readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim() === forwarding) return
     // Writing ip_forward sets every interface's own `forwarding` to the same value (Linux copies
     // conf/all to each device), so putting it back to 0 also stopped another lab's links, which a
-    // test running beside this one (linux-machines beside prepare-mode) saw as an unreachable
+    // lab running beside this one (linux-machines beside a prepare-mode test then) saw as an unreachable
     // upstream. Each lab lists its links in FORWARDING before it sets them, and whoever puts
     // ip_forward back sets the listed links again at once.
     await run('sysctl', ['-qw', `net.ipv4.ip_forward=${forwarding}`])
@@ -152,7 +152,7 @@ export async function createAvlxLab(o: { network?: string; subnet?: string } = {
       await new Promise((r) => setTimeout(r, 500))
       // The rooter leaves its table when it stops (guests stay contained); this lab takes it away,
       // if it started one: the table is the host's (inet aviary), and a lab without a rooter
-      // (prepare-mode's) removed the one linux-machines' rooter was using beside it.
+      // (a prepare-mode test's, then) removed the one linux-machines' rooter was using beside it.
       if (rooterStarted) await run(process.execPath, ['bin/aviary.js', 'rooter', 'remove', '--socket', rooterSocket], { cwd: ROOT }).catch(() => undefined)
       await removeOurDomains(lv, net.name).catch(() => undefined)
       for (const l of forwardLinks) rmSync(path.join(FORWARDING, l), { force: true })
