@@ -69,6 +69,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ['test/global-setup.ts'],
+    // Vitest keeps the modules it transformed in node_modules/.vite/vitest, keyed by their
+    // content, so a second run transforms only what changed (8 route files: transform 4.5 s → 0.9 s).
+    experimental: { fsModuleCache: true },
     setupFiles: ['test/setup-jsdom-globals.ts', 'test/setup-cpu-map.ts'],
     // The files that take minutes start first, in a fresh clone too (LongFirstSequencer above).
     sequence: { sequencer: LongFirstSequencer },

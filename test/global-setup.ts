@@ -26,8 +26,9 @@ function node(what: string, args: string[], quiet = false): Promise<void> {
   })
 }
 
-/** A file the builds do not read: a test, a document, a bench, CI's script. */
-const notBuilt = (f: string): boolean => /^(test|docs|bench|e2e|\.ci)\//.test(f) || /\.test\.tsx?$/.test(f) || f.endsWith('.md')
+/** A file the builds do not read: a test, a document, a bench, CI's script, the test and lint settings. */
+const notBuilt = (f: string): boolean => /^(test|docs|bench|e2e|\.ci|\.githooks)\//.test(f) || /\.test\.tsx?$/.test(f) || f.endsWith('.md') ||
+  ['vitest.config.ts', 'eslint.config.js'].includes(f)
 
 /** The hash of the builds' inputs; null outside a git checkout (then every run builds). */
 export function buildKey(): string | null {
