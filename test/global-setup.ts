@@ -4,15 +4,16 @@
 //
 // A run whose sources are those of the last build does not build again: the builds' inputs (every
 // file git lists, tracked or new, outside the tests, the docs and the benches, plus Node's version)
-// are hashed, and the hash is written to out/ once all three builds have succeeded. Editing a test
-// and running it again then starts at once instead of after 30–40 s of builds.
+// are hashed, and the hash is written to out/ once all three builds have succeeded, with the times
+// the outputs were written (a build from other sources since then does not count). Editing a test
+// and running it again then starts at once instead of after 12–40 s of builds.
 import { execFileSync, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 
 const STAMP = 'out/.test-build-key'
 /** What the three builds write; all must be there for the stamp to count. */
-const OUTPUTS = ['out/main', 'out/preload', 'out/renderer/index.html', 'out/cli/aviary.mjs', 'out/cli/analyzer/analyzer.cjs', 'out/agent/aviary-agent-linux-x64']
+const OUTPUTS = ['out/main/index.js', 'out/preload/index.cjs', 'out/renderer/index.html', 'out/cli/aviary.mjs', 'out/cli/analyzer/analyzer.cjs', 'out/agent/aviary-agent-linux-x64']
 
 /** Runs `node args`; rejects with what it said when it fails. `quiet` keeps its output unless it fails. */
 function node(what: string, args: string[], quiet = false): Promise<void> {
@@ -52,9 +53,18 @@ export function buildKey(): string | null {
   return h.digest('hex')
 }
 
+/**
+ * What the stamp holds: the inputs' hash, and when each output was last written, so that outputs a
+ * build outside the tests rewrote (`npm run build` on other sources, say) do not count as this build.
+ */
+function stampOf(key: string): string | null {
+  if (!OUTPUTS.every((o) => existsSync(o))) return null
+  return [key, ...OUTPUTS.map((o) => `${o} ${statSync(o).mtimeMs}`)].join('\n')
+}
+
 export default async function setup(): Promise<void> {
   const key = buildKey()
-  if (key !== null && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === key && OUTPUTS.every((o) => existsSync(o))) return
+  if (key !== null && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === stampOf(key)) return
   rmSync(STAMP, { force: true })
   await Promise.all([
     // The UI the service serves at / (the UI and Electron launch tests load it).
@@ -63,5 +73,6 @@ export default async function setup(): Promise<void> {
     // every ELF note it does not know; only a failure is worth showing.
     node('building the CLI', ['scripts/build-cli.mjs']).then(() => node('building the agent', ['scripts/build-agent.mjs', '--linux-only'], true))
   ])
-  if (key !== null) writeFileSync(STAMP, key)
+  const stamp = key === null ? null : stampOf(key)
+  if (stamp !== null) writeFileSync(STAMP, stamp)
 }
