@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { capabilityDomainTypes, chooseAccel, cpuHasVt, hostAccel } from './accel'
+import { capabilityDomainTypes, chooseAccel, cpuVt, hostAccel } from './accel'
 import { ensureLibvirtd } from '../../../test/fixtures/libvirtd'
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'aviary-accel-test-'))
@@ -32,12 +32,12 @@ describe('the accelerator', () => {
   })
 
   it('is KVM where libvirt offers it and the CPU has VT-x', () => {
-    expect(cpuHasVt(vt)).toBe(true)
+    expect(cpuVt(vt)).toBe('VT-x')
     expect(chooseAccel(['qemu', 'kvm'], { devKvm, cpuinfo: vt }).type).toBe('kvm')
   })
 
   it('is TCG with a /dev/kvm but no VT-x or AMD-V, and says so', () => {
-    expect(cpuHasVt(novt)).toBe(false)
+    expect(cpuVt(novt)).toBeNull()
     const a = chooseAccel(['qemu', 'kvm'], { devKvm, cpuinfo: novt })
     expect(a.type).toBe('qemu')
     expect(a.reason).toBe(`TCG (software emulation, ~10-30× slower than KVM): ${devKvm} exists but the CPU shows no VT-x or AMD-V`)
@@ -47,7 +47,7 @@ describe('the accelerator', () => {
   it("on this host, as libvirt's system daemon is asked: never KVM without the CPU's flags", async () => {
     await ensureLibvirtd('qemu:///system')
     const a = await hostAccel('qemu:///system')
-    if (a.type === 'kvm') expect(cpuHasVt()).toBe(true)
+    if (a.type === 'kvm') expect(cpuVt()).not.toBeNull()
     else expect(a.reason).toMatch(/^TCG /)
   }, 120_000)
 })

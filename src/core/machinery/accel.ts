@@ -27,31 +27,28 @@ export function capabilityDomainTypes(capsXml: string): string[] {
   return [...types]
 }
 
+/** Which hardware virtualization the CPU shows in /proc/cpuinfo's flags, if any. */
+export function cpuVt(cpuinfo = '/proc/cpuinfo'): 'VT-x' | 'AMD-V' | null {
+  let text: string
+  try {
+    text = readFileSync(cpuinfo, 'utf8')
+  } catch {
+    return null
+  }
+  const flag = /^flags\s*:.*\b(vmx|svm)\b/m.exec(text)?.[1]
+  return flag === undefined ? null : flag === 'vmx' ? 'VT-x' : 'AMD-V'
+}
+
 /** Why this host has no KVM, from /dev/kvm and the CPU's flags. */
 export function whyNoKvm(o: { devKvm?: string; cpuinfo?: string } = {}): string {
   const dev = o.devKvm ?? '/dev/kvm'
-  let flags = ''
-  try {
-    flags = readFileSync(o.cpuinfo ?? '/proc/cpuinfo', 'utf8')
-  } catch {
-    /* unknown */
-  }
-  const vt = /^flags\s*:.*\b(vmx|svm)\b/m.test(flags)
+  const vt = cpuVt(o.cpuinfo)
   if (!existsSync(dev)) {
-    return vt
-      ? `${dev} is absent although the CPU has ${/\bvmx\b/.test(flags) ? 'VT-x' : 'AMD-V'}: load the kvm module (modprobe kvm_intel or kvm_amd), or turn virtualization on in the firmware`
+    return vt !== null
+      ? `${dev} is absent although the CPU has ${vt}: load the kvm module (modprobe kvm_intel or kvm_amd), or turn virtualization on in the firmware`
       : `${dev} is absent and the CPU shows no VT-x or AMD-V (a VM without nested virtualization?)`
   }
-  return vt ? `libvirt's QEMU cannot use ${dev} (its permissions, or libvirtd started before it appeared: restart libvirtd)` : `${dev} exists but the CPU shows no VT-x or AMD-V`
-}
-
-/** Whether the CPU shows VT-x or AMD-V (/proc/cpuinfo's flags). */
-export function cpuHasVt(cpuinfo = '/proc/cpuinfo'): boolean {
-  try {
-    return /^flags\s*:.*\b(vmx|svm)\b/m.test(readFileSync(cpuinfo, 'utf8'))
-  } catch {
-    return false
-  }
+  return vt !== null ? `libvirt's QEMU cannot use ${dev} (its permissions, or libvirtd started before it appeared: restart libvirtd)` : `${dev} exists but the CPU shows no VT-x or AMD-V`
 }
 
 /**
@@ -61,7 +58,7 @@ export function cpuHasVt(cpuinfo = '/proc/cpuinfo'): boolean {
  * so KVM counts only with the CPU's flags as well.
  */
 export function chooseAccel(types: string[], o: { devKvm?: string; cpuinfo?: string } = {}): HostAccel {
-  if (types.includes('kvm') && cpuHasVt(o.cpuinfo)) return { type: 'kvm', reason: 'KVM: libvirt\'s QEMU runs guests with hardware virtualization' }
+  if (types.includes('kvm') && cpuVt(o.cpuinfo) !== null) return { type: 'kvm', reason: 'KVM: libvirt\'s QEMU runs guests with hardware virtualization' }
   return { type: 'qemu', reason: `TCG (software emulation, ~10-30× slower than KVM): ${whyNoKvm(o)}` }
 }
 
