@@ -3,6 +3,8 @@
 // an agent command is waited for, and close() leaves nothing behind.
 import { execFile, type ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { alive, createNetnsGuest, type NetnsGuest } from './netns-guest'
@@ -74,6 +76,18 @@ describe('netns guest', () => {
       expect(existsSync('/dev/shm/mine') || existsSync('/var/tmp/mine')).toBe(false)
     } finally {
       rmSync('/var/tmp/aviary-host-only', { force: true })
+    }
+    // So is the home folder, which the analyzer watches: what programs of the host write into
+    // theirs meanwhile (Chromium's crash reporter, under ~/.config) is not the guest's, nor the other way.
+    const hostOnly = path.join(homedir(), '.aviary-host-only')
+    writeFileSync(hostOnly, 'x')
+    try {
+      await output(a, ['sh', '-c', 'echo a > "$HOME/.aviary-guest-only"'])
+      expect(await output(a, ['sh', '-c', 'ls -A "$HOME"'])).toBe('.aviary-guest-only\n')
+      expect(await output(b, ['sh', '-c', 'ls -A "$HOME"'])).toBe('')
+      expect(existsSync(path.join(homedir(), '.aviary-guest-only'))).toBe(false)
+    } finally {
+      rmSync(hostOnly, { force: true })
     }
     expect(await output(b, ['cat', '/etc/resolv.conf'])).toContain(`nameserver ${b.internetIp}`)
     // And the network is the guest's own.

@@ -19,7 +19,7 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram'
 import { chmodSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import dnsPacket from 'dns-packet'
@@ -159,9 +159,9 @@ export async function createNetnsGuest(o: NetnsGuestOptions): Promise<NetnsGuest
 
 /**
  * Spawns `cmd` in network namespace `ns` with `tmpDir` as its private /tmp (and empty private
- * /dev/shm and /var/tmp, and a private copy of /etc in `<tmpDir>-etc`), and each [source,
- * target] of `binds` mounted over target (a private copy of a system folder, say). In its own
- * process group.
+ * /dev/shm and /var/tmp, a private copy of /etc in `<tmpDir>-etc`, and a private home folder in
+ * `<tmpDir>-home`), and each [source, target] of `binds` mounted over target (a private copy of a
+ * system folder, say). In its own process group.
  */
 export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: ExecOptions = {}, binds: [string, string][] = []): ChildProcess {
   if (cmd.length === 0) throw new Error('exec: empty command')
@@ -170,13 +170,25 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
   // execs: the command and the folders are positional arguments, never part of the script text.
   // Folders under /tmp that must stay visible (the project itself when it is checked out under
   // /tmp, as a CI clone may be) are bound into the private /tmp at the same place first.
-  const keep = visibleUnderTmp(opts.cwd ?? process.cwd())
+  const project = opts.cwd ?? process.cwd()
+  const keep = visibleUnder('/tmp', project)
   for (const rel of keep) mkdirSync(path.join(tmpDir, rel), { recursive: true })
   // The project is then in the guest's /tmp, which the analyzer watches: the folders other test
   // files write into while this guest runs (the QEMU test guest's files, UI screenshots) are
   // covered by an empty tmpfs there, or their changes would be this guest's dropped files.
   const masks = keep.flatMap((rel) => PROJECT_OUTPUTS.map((o) => path.join(rel, o)))
   for (const m of masks) mkdirSync(path.join(realpathSync('/tmp'), m), { recursive: true })
+  // The home folder, which the analyzer watches too, is the guest's own as well: other test files'
+  // programs write into the host's meanwhile (Chromium its crash reporter's settings.dat under
+  // ~/.config, which showed up as a physical guest's dropped file). A project checked out under
+  // it stays visible the same way, and its outputs masked.
+  const home = homedir()
+  const homeDir = `${tmpDir}-home`
+  const keepHome = visibleUnder(home, project)
+  mkdirSync(homeDir, { recursive: true, mode: 0o700 })
+  for (const rel of keepHome) mkdirSync(path.join(homeDir, rel), { recursive: true })
+  const homeMasks = keepHome.flatMap((rel) => PROJECT_OUTPUTS.map((o) => path.join(rel, o)))
+  for (const m of homeMasks) mkdirSync(path.join(realpathSync(home), m), { recursive: true })
   const script =
     // A VM has its own /etc too: without it, what other tests write there meanwhile (libvirt's
     // domain and network XML, say) shows up as this guest's dropped files. The guest's copy is
@@ -185,12 +197,16 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
     'e="$0-etc"; [ -d "$e" ] || { cp -a /etc "$e.$$" && { mv -T "$e.$$" "$e" 2>/dev/null || rm -rf "$e.$$"; }; }; mount --bind "$e" /etc || exit 1; ' +
     'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "/tmp/$1" "$0/$1" || exit 1; shift; n=$((n-1)); done; ' +
     'k=$1; shift; while [ "$k" -gt 0 ]; do mount -t tmpfs -o size=1m tmpfs "$0/$1" || exit 1; shift; k=$((k-1)); done; ' +
+    'H=$1; P=$2; shift 2; j=$1; shift; while [ "$j" -gt 0 ]; do mount --bind "$H/$1" "$P/$1" || exit 1; shift; j=$((j-1)); done; ' +
+    'mount --rbind "$P" "$H" || exit 1; ' +
+    'k=$1; shift; while [ "$k" -gt 0 ]; do mount -t tmpfs -o size=1m tmpfs "$H/$1" || exit 1; shift; k=$((k-1)); done; ' +
     'm=$1; shift; while [ "$m" -gt 0 ]; do mount --bind "$1" "$2" || exit 1; shift 2; m=$((m-1)); done; ' +
     // A VM has its own /dev/shm and /var/tmp too: without them, files other tests (PostgreSQL's
     // shared memory, a kvm guest's XML) make there meanwhile show up as this guest's dropped files.
     'mount --rbind "$0" /tmp && mount -t tmpfs -o size=64m tmpfs /dev/shm && mount -t tmpfs -o size=64m tmpfs /var/tmp && exec "$@"'
   const argv = ['netns', 'exec', ns, 'unshare', '-m', '--propagation', 'private',
-    'sh', '-c', script, tmpDir, String(keep.length), ...keep, String(masks.length), ...masks, String(binds.length), ...binds.flat(), ...cmd]
+    'sh', '-c', script, tmpDir, String(keep.length), ...keep, String(masks.length), ...masks,
+    home, homeDir, String(keepHome.length), ...keepHome, String(homeMasks.length), ...homeMasks, String(binds.length), ...binds.flat(), ...cmd]
   return spawn('ip', argv, {
     detached: true,
     env: opts.env ?? process.env,
@@ -202,10 +218,9 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
 /** Folders of the project that test files write into while others run (see spawnIsolated). */
 const PROJECT_OUTPUTS = ['out/test-guest', 'test-results']
 
-/** The project folder (and anything else the guest must see) relative to /tmp, if it is under /tmp. */
-function visibleUnderTmp(dir: string): string[] {
-  const tmp = realpathSync('/tmp')
-  const rel = path.relative(tmp, realpathSync(dir))
+/** The project folder (and anything else the guest must see) relative to `base`, if it is under it. */
+function visibleUnder(base: string, dir: string): string[] {
+  const rel = path.relative(realpathSync(base), realpathSync(dir))
   return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? [rel] : []
 }
 
@@ -232,6 +247,7 @@ async function removeLeftovers(ns: string, hostIf: string, etcDir: string, tmpDi
   rmSync(etcDir, { recursive: true, force: true })
   rmSync(tmpDir, { recursive: true, force: true })
   rmSync(`${tmpDir}-etc`, { recursive: true, force: true })
+  rmSync(`${tmpDir}-home`, { recursive: true, force: true })
 }
 
 /** The process exists and is not a zombie. */
