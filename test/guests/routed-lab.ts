@@ -98,8 +98,8 @@ export async function createRoutedLab(o: { index: number; guests: number; ipv6?:
     await run('ip', ['link', 'del', mgmt]).catch(() => undefined)
   }
   await cleanup()
-  const bg = (ns: string, cmd: string[]): ChildProcess => {
-    const c = spawn('ip', ['netns', 'exec', ns, ...cmd], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+  const bg = (ns: string, cmd: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess => {
+    const c = spawn('ip', ['netns', 'exec', ns, ...cmd], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env })
     children.add(c)
     return c
   }
@@ -237,7 +237,10 @@ export async function createRoutedLab(o: { index: number; guests: number; ipv6?:
       },
       startRooter: async (onOutput) => {
         const c = bg(host, [process.execPath, path.join(PROJECT, 'bin/aviary.js'), 'rooter', '--guest-network', `${net}.0/24`, '--interface', 'up0',
-          '--vpn', 'vpn0:100', '--inetsim', `${net}.1`, '--socket', path.join(dir, 'rooter.sock'), '--group', 'nogroup'])
+          '--vpn', 'vpn0:100', '--inetsim', `${net}.1`, '--socket', path.join(dir, 'rooter.sock'), '--group', 'nogroup'],
+        // INetSim's configuration folder then lands in the lab's folder, which close() removes:
+        // the lab ends the rooter with SIGKILL, and no next rooter comes to remove it.
+        { ...process.env, TMPDIR: dir })
         if (onOutput) c.stderr?.on('data', (b: Buffer) => onOutput(b.toString()))
         await ready(c, 'listening on', 'the rooter')
         return c

@@ -3,9 +3,9 @@
 // are compiled once while the folder is unchanged; a 2 GiB sparse "memory dump" is scanned
 // without being read into memory and its match past 2^31 is at the right offset.
 import { execFileSync } from 'node:child_process'
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, utimesSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, utimesSync, writeFileSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadRules, yaraScan, YaraRulesError } from './scanner.js'
 
@@ -146,6 +146,15 @@ describe('yaraScan', () => {
     const two = await loadRules(dir)
     expect(two).not.toBe(one)
     expect((await yaraScan([dropped], dir)).get(dropped)?.map((m) => m.name)).toEqual(['second_version'])
+  })
+
+  it('keeps compiled rules in a folder of the process, removed when the process exits', () => {
+    const script = `import { loadRules } from ${JSON.stringify(join(import.meta.dirname, 'scanner.ts'))}
+const set = await loadRules(${JSON.stringify(rules)})
+console.log(set.compiled)`
+    const compiled = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' }).trim()
+    expect(dirname(compiled)).toMatch(/aviary-yara-/)
+    expect(existsSync(dirname(compiled))).toBe(false)
   })
 
   it('scans a 2 GiB sparse memory dump and finds a match past 2^31', async () => {

@@ -18,6 +18,7 @@
 // back from the file (the tool prints them escaped and cut).
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
+import { rmSync } from 'node:fs'
 import { mkdtemp, open, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
@@ -45,6 +46,18 @@ interface RuleSet {
 
 const cache = new Map<string, RuleSet>()
 let workDir: Promise<string> | null = null
+
+/**
+ * The process's folder for compiled rules and scan lists, made on first use and removed when the
+ * process exits (each service run and each test worker made one that stayed in /tmp for good).
+ */
+function yaraWorkDir(): Promise<string> {
+  workDir ??= mkdtemp(join(tmpdir(), 'aviary-yara-')).then((dir) => {
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+    return dir
+  })
+  return workDir
+}
 
 function run(cmd: string, args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   return new Promise((resolve, reject) => {
@@ -82,8 +95,7 @@ export async function loadRules(rulesDir: string | null): Promise<RuleSet | null
   const key = stamps.join('\n')
   const cached = cache.get(rulesDir)
   if (cached?.key === key) return cached
-  workDir ??= mkdtemp(join(tmpdir(), 'aviary-yara-'))
-  const compiled = join(await workDir, `${createHash('sha256').update(key).digest('hex').slice(0, 16)}.yarc`)
+  const compiled = join(await yaraWorkDir(), `${createHash('sha256').update(key).digest('hex').slice(0, 16)}.yarc`)
   const r = await run('yarac', ['-w', ...files, compiled])
   if (r.code !== 0) {
     // yarac: `error: rule "x" in <file>(<line>): <message>` or `error: <file>(<line>): <message>`
@@ -186,7 +198,7 @@ export async function yaraScan(files: string[], rulesDir: string | null): Promis
     if (batch.length === 1) {
       args.push(batch[0]!)
     } else {
-      list = join(await (workDir ??= mkdtemp(join(tmpdir(), 'aviary-yara-'))), `scan-${process.pid}-${Date.now()}.txt`)
+      list = join(await yaraWorkDir(), `scan-${process.pid}-${Date.now()}.txt`)
       await writeFile(list, batch.join('\n') + '\n')
       args.push('--scan-list', list)
     }
