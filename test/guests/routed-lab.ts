@@ -199,6 +199,13 @@ export async function createRoutedLab(o: { index: number; guests: number; ipv6?:
       const ssl = path.join(gdir, 'etc-ssl')
       const local = path.join(gdir, 'local-ca')
       cpSync('/etc/ssl', ssl, { recursive: true, verbatimSymlinks: true })
+      // Not the host's egress proxy CA, which a VM would not have: where this runs (CI's machines
+      // too), a .pth file in Python's site-packages appends that CA (certs/sandboxing-egress-ca.pem)
+      // to certifi's bundle, /etc/ssl/certs/ca-certificates.crt for Debian's python3, at every start
+      // of Python whose bundle does not end with it. A Python sample then wrote the bundle right
+      // after the analyzer had appended the proxy's CA: the analyzer rightly left that write in
+      // place, and the store was not as before. Without the file the hook does nothing.
+      rmSync(path.join(ssl, 'certs', 'sandboxing-egress-ca.pem'), { force: true })
       mkdirSync(local, { recursive: true })
       const binds: [string, string][] = [[ssl, '/etc/ssl'], [local, '/usr/local/share/ca-certificates']]
       const exec = (cmd: string[], eo: ExecOptions = {}): ChildProcess => {
