@@ -80,14 +80,17 @@ describe('netns guest', () => {
     // So is the home folder, which the analyzer watches: what programs of the host write into
     // theirs meanwhile (Chromium's crash reporter, under ~/.config) is not the guest's, nor the other way.
     const hostOnly = path.join(homedir(), '.aviary-host-only')
+    const guestOnly = path.join(homedir(), '.aviary-guest-only')
+    rmSync(guestOnly, { force: true })
     writeFileSync(hostOnly, 'x')
     try {
       await output(a, ['sh', '-c', 'echo a > "$HOME/.aviary-guest-only"'])
       expect(await output(a, ['sh', '-c', 'ls -A "$HOME"'])).toBe('.aviary-guest-only\n')
       expect(await output(b, ['sh', '-c', 'ls -A "$HOME"'])).toBe('')
-      expect(existsSync(path.join(homedir(), '.aviary-guest-only'))).toBe(false)
+      expect(existsSync(guestOnly)).toBe(false)
     } finally {
       rmSync(hostOnly, { force: true })
+      rmSync(guestOnly, { force: true })
     }
     expect(await output(b, ['cat', '/etc/resolv.conf'])).toContain(`nameserver ${b.internetIp}`)
     // And the network is the guest's own.
