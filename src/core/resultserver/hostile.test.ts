@@ -181,7 +181,11 @@ describe('hostile guests', () => {
     await symlink(path.join(decoy, 'secret'), path.join(dirs[0]!, 'files/link'))
     await symlink(path.join(decoy, 'secret'), path.join(dirs[1]!, 'files/link'))
 
-    rs = new ResultServer({ limits: LIMITS, log: rec.log, headerTimeoutMs: 500, idleTimeoutMs: 1000 })
+    // Short limits, so that the storm's silent streams end soon; not so short that the honest
+    // guest, in this same process, loses its LOG stream when the process gets no CPU for a moment
+    // (npm test runs this file at the lowest priority beside the guests: with a 500 ms header
+    // limit the honest LOG stream was closed before its first line).
+    rs = new ResultServer({ limits: LIMITS, log: rec.log, headerTimeoutMs: 2000, idleTimeoutMs: 3000 })
     const port = await rs.listen('127.0.0.1', 0)
     rs.addTask(HOSTILE[0]!, rec.task(1, dirs[0]!))
     rs.addTask(HOSTILE[1]!, rec.task(2, dirs[1]!))
