@@ -7,8 +7,9 @@
 // by Vitest outside a file (its global setup) and by nothing of the run are charged apart. A process that starts and ends between
 // two samples is charged to its parent as its "ended children", from the parent's children's time (/proc/PID/stat
 // cutime, cstime), at most two cores' worth per interval. `--quick` (the bench quick pass) runs
-// one small file. `--split` runs what `npm test` runs after its checks (scripts/test.mjs: the
-// files under test/ beside the unit files at the lowest priority) instead of one `vitest run`.
+// one small file. `--split` runs what `AVIARY_TEST_SIDE_BY_SIDE=1 npm test` runs after its checks
+// (scripts/test.mjs: the files under test/ beside the unit files at nice 19) instead of one
+// `vitest run`.
 // QEMU's processes, which libvirt detaches from its daemon, are charged to their guest by name
 // ("(QEMU avlx-lx-1)"). Prints the wall time, Vitest's summary, the files and programs by CPU
 // seconds, and a JSON line with all of it.
@@ -97,7 +98,7 @@ const charge = (file, comm, ticks) => {
 const t0 = Date.now()
 const command = split ? [path.join(root, 'scripts/test.mjs')] : [path.join(root, 'node_modules/vitest/vitest.mjs'), 'run', ...files]
 const child = spawn(process.execPath, command, {
-  cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, AVIARY_TEST_CPU_MAP: mapDir }
+  cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, AVIARY_TEST_CPU_MAP: mapDir, ...(split ? { AVIARY_TEST_SIDE_BY_SIDE: '1' } : {}) }
 })
 let out = ''
 child.stdout.on('data', (b) => { out += b.toString() })
