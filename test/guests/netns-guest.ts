@@ -171,24 +171,17 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
   // Folders under /tmp that must stay visible (the project itself when it is checked out under
   // /tmp, as a CI clone may be) are bound into the private /tmp at the same place first.
   const project = opts.cwd ?? process.cwd()
-  const keep = visibleUnder('/tmp', project)
-  for (const rel of keep) mkdirSync(path.join(tmpDir, rel), { recursive: true })
   // The project is then in the guest's /tmp, which the analyzer watches: the folders other test
   // files write into while this guest runs (the QEMU test guest's files, UI screenshots) are
   // covered by an empty tmpfs there, or their changes would be this guest's dropped files.
-  const masks = keep.flatMap((rel) => PROJECT_OUTPUTS.map((o) => path.join(rel, o)))
-  for (const m of masks) mkdirSync(path.join(realpathSync('/tmp'), m), { recursive: true })
+  const tmp = privateView('/tmp', tmpDir, project)
   // The home folder, which the analyzer watches too, is the guest's own as well: other test files'
   // programs write into the host's meanwhile (Chromium its crash reporter's settings.dat under
   // ~/.config, which showed up as a physical guest's dropped file). A project checked out under
   // it stays visible the same way, and its outputs masked.
   const home = homedir()
   const homeDir = `${tmpDir}-home`
-  const keepHome = visibleUnder(home, project)
-  mkdirSync(homeDir, { recursive: true, mode: 0o700 })
-  for (const rel of keepHome) mkdirSync(path.join(homeDir, rel), { recursive: true })
-  const homeMasks = keepHome.flatMap((rel) => PROJECT_OUTPUTS.map((o) => path.join(rel, o)))
-  for (const m of homeMasks) mkdirSync(path.join(realpathSync(home), m), { recursive: true })
+  const own = privateView(home, homeDir, project)
   const script =
     // A VM has its own /etc too: without it, what other tests write there meanwhile (libvirt's
     // domain and network XML, say) shows up as this guest's dropped files. The guest's copy is
@@ -205,8 +198,8 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
     // shared memory, a kvm guest's XML) make there meanwhile show up as this guest's dropped files.
     'mount --rbind "$0" /tmp && mount -t tmpfs -o size=64m tmpfs /dev/shm && mount -t tmpfs -o size=64m tmpfs /var/tmp && exec "$@"'
   const argv = ['netns', 'exec', ns, 'unshare', '-m', '--propagation', 'private',
-    'sh', '-c', script, tmpDir, String(keep.length), ...keep, String(masks.length), ...masks,
-    home, homeDir, String(keepHome.length), ...keepHome, String(homeMasks.length), ...homeMasks, String(binds.length), ...binds.flat(), ...cmd]
+    'sh', '-c', script, tmpDir, String(tmp.keep.length), ...tmp.keep, String(tmp.masks.length), ...tmp.masks,
+    home, homeDir, String(own.keep.length), ...own.keep, String(own.masks.length), ...own.masks, String(binds.length), ...binds.flat(), ...cmd]
   return spawn('ip', argv, {
     detached: true,
     env: opts.env ?? process.env,
@@ -218,7 +211,21 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
 /** Folders of the project that test files write into while others run (see spawnIsolated). */
 const PROJECT_OUTPUTS = ['out/test-guest', 'test-results']
 
-/** The project folder (and anything else the guest must see) relative to `base`, if it is under it. */
+/**
+ * What a guest's private copy (`privateDir`) of the host folder `base` needs: the project folder
+ * relative to `base` when it is under it (`keep`, made in `privateDir` to be bound there), and its
+ * folders other test files write into (`masks`, made in `base` to be covered by an empty tmpfs).
+ */
+function privateView(base: string, privateDir: string, project: string): { keep: string[]; masks: string[] } {
+  mkdirSync(privateDir, { recursive: true })
+  const keep = visibleUnder(base, project)
+  for (const rel of keep) mkdirSync(path.join(privateDir, rel), { recursive: true })
+  const masks = keep.flatMap((rel) => PROJECT_OUTPUTS.map((o) => path.join(rel, o)))
+  for (const m of masks) mkdirSync(path.join(realpathSync(base), m), { recursive: true })
+  return { keep, masks }
+}
+
+/** The project folder relative to `base`, if it is under it. */
 function visibleUnder(base: string, dir: string): string[] {
   const rel = path.relative(realpathSync(base), realpathSync(dir))
   return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? [rel] : []
