@@ -149,12 +149,16 @@ describe('yaraScan', () => {
   })
 
   it('keeps compiled rules in a folder of the process, removed when the process exits', () => {
+    // What a process killed with SIGKILL left (its pid is not running): the next one removes it.
+    const dead = execFileSync(process.execPath, ['-e', 'console.log(process.pid)'], { encoding: 'utf8' }).trim()
+    const left = mkdtempSync(join(tmpdir(), `aviary-yara-${dead}-`))
     const script = `import { loadRules } from ${JSON.stringify(join(import.meta.dirname, 'scanner.ts'))}
 const set = await loadRules(${JSON.stringify(rules)})
 console.log(set.compiled)`
     const compiled = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' }).trim()
     expect(dirname(compiled)).toMatch(/aviary-yara-/)
     expect(existsSync(dirname(compiled))).toBe(false)
+    expect(existsSync(left)).toBe(false)
   })
 
   it('scans a 2 GiB sparse memory dump and finds a match past 2^31', async () => {

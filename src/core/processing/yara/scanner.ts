@@ -48,15 +48,32 @@ const cache = new Map<string, RuleSet>()
 let workDir: Promise<string> | null = null
 
 /**
- * The process's folder for compiled rules and scan lists, made on first use and removed when the
- * process exits (each service run and each test worker made one that stayed in /tmp for good).
+ * The process's folder for compiled rules and scan lists (aviary-yara-<pid>-*), made on first use
+ * and removed when the process exits. Each service run and each test worker made one that stayed in
+ * /tmp for good; a process killed with SIGKILL still leaves its own, so the next one made removes
+ * those whose process is gone.
  */
 function yaraWorkDir(): Promise<string> {
-  workDir ??= mkdtemp(join(tmpdir(), 'aviary-yara-')).then((dir) => {
+  workDir ??= (async () => {
+    const tmp = tmpdir()
+    for (const name of await readdir(tmp).catch(() => [] as string[])) {
+      const pid = Number(/^aviary-yara-(\d+)-/.exec(name)?.[1])
+      if (pid > 0 && pid !== process.pid && !alive(pid)) await rm(join(tmp, name), { recursive: true, force: true }).catch(() => undefined)
+    }
+    const dir = await mkdtemp(join(tmp, `aviary-yara-${process.pid}-`))
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
     return dir
-  })
+  })()
   return workDir
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM' // someone else's process
+  }
 }
 
 function run(cmd: string, args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
