@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer, type AddressInfo, type Server } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ProcMonitor } from './proc-monitor.js'
 
 const started: ChildProcess[] = []
+const servers: Server[] = []
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 function start(script: string): ChildProcess {
@@ -12,6 +14,7 @@ function start(script: string): ChildProcess {
 }
 
 afterEach(() => {
+  for (const s of servers.splice(0)) s.close()
   for (const c of started.splice(0)) {
     try {
       process.kill(-(c.pid ?? 0), 'SIGKILL')
@@ -57,5 +60,36 @@ describe('ProcMonitor', () => {
     expect(rec.find((p) => p.pid === root.pid)?.exited).not.toBeNull()
     expect(rec.find((p) => p.command_line === 'sleep 33')?.exited).toBeNull()
     expect(m.alive()).not.toContain(root.pid)
+  })
+
+  it('records a tracked process\'s connections, one that connects late too, and reads the socket tables only when they can say something new', async () => {
+    const server = createServer((c) => c.on('error', () => undefined)).listen(0, '127.0.0.1')
+    servers.push(server)
+    await new Promise((r) => server.once('listening', r))
+    const port = (server.address() as AddressInfo).port
+    // One socket connected at once and held; a second made at once but connected only after 0.6 s.
+    const root = start(`exec python3 -c "
+import socket, time
+a = socket.create_connection(('127.0.0.1', ${port}))
+b = socket.socket()
+time.sleep(0.6)
+b.connect(('127.0.0.1', ${port}))
+time.sleep(3)
+"`)
+    const m = new ProcMonitor(root.pid!, false, 50)
+    m.start()
+    let conns: (number | null)[] = []
+    for (let i = 0; i < 80 && conns.length < 2; i++) {
+      await sleep(50)
+      conns = m.connectionRecords().filter((c) => c.dport === port && c.pid === root.pid).map((c) => c.sport)
+    }
+    const reads = m.socketTableReads
+    await sleep(1200) // both settled: the tables are not read again however long they stay open
+    const later = m.socketTableReads
+    m.stop()
+    expect(new Set(conns).size, JSON.stringify(m.connectionRecords())).toBe(2)
+    // Under the old rule (every poll): one read per 50 ms poll while the sockets were open.
+    expect(reads).toBeLessThanOrEqual(4)
+    expect(later).toBe(reads)
   })
 })

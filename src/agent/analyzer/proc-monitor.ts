@@ -12,6 +12,16 @@
 // going round the whole pid space (kernel.pid_max, 32768 at least), which one period of forks
 // cannot do. Where the guest is a network namespace on a busy host, /proc lists every process of
 // the host; reading each one's stat ten times a second cost more CPU than the sample's own tree.
+//
+// The socket tables are read only when they can say something new. Reading /proc/net/tcp walks
+// every bucket of the kernel's TCP hash table, which is sized by the machine's memory: about 5 ms
+// of CPU per read on a 24 GB host (262,144 buckets), so tcp and tcp6 ten times a second took a
+// tenth of a core, which a sample can see as load. A connected TCP socket keeps its peer, so once
+// its connection is recorded its inode is settled; the tables are read again when a tracked
+// process holds a socket the last read had not seen, and otherwise at most once a second while
+// some socket is unsettled (a listening or unconnected one, a UDP or Unix socket). A socket that
+// connects after that read and closes within the second is missed; strace has it where it runs.
+// The last poll, at stop, reads them in any case.
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs'
 import type { ConnectionRecord, ProcessRecord } from '../../guest-protocol/behavior.js'
 import type { Monitor } from './monitor.js'
@@ -70,9 +80,18 @@ export function parseProcAddress(hex: string): { addr: string; port: number } {
   return { addr: v6.replace(/(^|:)0(:0)+(:|$)/, '::'), port }
 }
 
+/** How often the socket tables are read again for sockets that were there at the last read. */
+const SOCKET_RECHECK_MS = 1000
+
 export class ProcMonitor implements Monitor {
   private readonly tracked = new Map<number, Tracked>()
   private readonly connections = new Map<string, ConnectionRecord>()
+  /** Inodes of TCP sockets whose connection is recorded: their peer cannot change. */
+  private readonly settled = new Set<string>()
+  /** The socket inodes the last read of the tables saw, and when it was. */
+  private lastRead = { at: 0, inodes: new Set<string>() }
+  /** How many times the socket tables were read (for the tests: they are read when needed only). */
+  socketTableReads = 0
   /** Pids the last poll listed and found outside the tree, for good (see the top of the file). */
   private outside = new Set<number>()
   private timer: NodeJS.Timeout | null = null
@@ -88,7 +107,7 @@ export class ProcMonitor implements Monitor {
   stop(): void {
     if (this.timer !== null) clearInterval(this.timer)
     this.timer = null
-    this.poll()
+    this.poll(true)
   }
 
   /** Live tracked pids (the root included). */
@@ -104,7 +123,8 @@ export class ProcMonitor implements Monitor {
     return [...this.connections.values()]
   }
 
-  poll(): void {
+  /** One look at /proc; `final` (the last, at stop) reads the socket tables whatever the last read saw. */
+  poll(final = false): void {
     const now = Date.now()
     const table = new Map<number, { ppid: number; start: string }>()
     const outside = new Set<number>()
@@ -179,7 +199,7 @@ export class ProcMonitor implements Monitor {
       if (!this.tracked.has(pid) && !held.has(pid) && pid !== this.root) outside.add(pid)
     }
     this.outside = outside
-    this.pollSockets(now)
+    this.pollSockets(now, final)
   }
 
   private rootCmdline(): string {
@@ -190,7 +210,7 @@ export class ProcMonitor implements Monitor {
     return this.tracked.get(this.root)?.record.ppid ?? 0
   }
 
-  private pollSockets(now: number): void {
+  private pollSockets(now: number, final: boolean): void {
     const inodes = new Map<string, number>()
     const live = this.alive().filter((pid) => !(this.hideRoot && pid === this.root))
     for (const pid of live) {
@@ -210,6 +230,13 @@ export class ProcMonitor implements Monitor {
       }
     }
     if (inodes.size === 0 || live[0] === undefined) return
+    for (const i of this.settled) if (!inodes.has(i)) this.settled.delete(i)
+    const unsettled = [...inodes.keys()].filter((i) => !this.settled.has(i))
+    if (unsettled.length === 0) return
+    const fresh = unsettled.some((i) => !this.lastRead.inodes.has(i))
+    if (!fresh && !final && now - this.lastRead.at < SOCKET_RECHECK_MS) return
+    this.lastRead = { at: now, inodes: new Set(inodes.keys()) }
+    this.socketTableReads++
     for (const file of ['tcp', 'tcp6', 'udp', 'udp6']) {
       let text: string
       try {
@@ -225,6 +252,7 @@ export class ProcMonitor implements Monitor {
         const dst = parseProcAddress(f[2])
         if (dst.port === 0) continue // listening or unconnected
         const proto = file.startsWith('tcp') ? 'tcp' : 'udp'
+        if (proto === 'tcp') this.settled.add(f[9]!)
         const key = `${proto}|${src.addr}|${src.port}|${dst.addr}|${dst.port}|${pid}`
         if (!this.connections.has(key)) {
           this.connections.set(key, { type: 'connection', proto, src: src.addr, sport: src.port, dst: dst.addr, dport: dst.port, pid, time: now })
