@@ -22,6 +22,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { createNetnsGuest, type NetnsGuest } from './netns-guest'
+import { compileC } from '../fixtures/compiled'
 
 const run = promisify(execFile)
 const ROOT = path.resolve(__dirname, '../..')
@@ -242,10 +243,13 @@ export async function wineLeftAfter(ms: number, under?: string): Promise<number[
   return left
 }
 
-/** Builds a test sample from test/fixtures/windows-samples with mingw-w64 into `outDir`. */
+/** Builds a test sample from test/fixtures/windows-samples with mingw-w64 into `outDir` (once: test/fixtures/compiled.ts). */
 export function buildSample(source: string, outDir: string, o: { dll?: boolean; libs?: string[] } = {}): string {
-  const src = path.join(ROOT, 'test/fixtures/windows-samples', source)
-  const out = path.join(outDir, source.replace(/\.c$/, o.dll === true ? '.dll' : '.exe'))
-  execFileSync('x86_64-w64-mingw32-gcc', ['-O2', '-Wall', '-s', ...(o.dll === true ? ['-shared'] : []), '-o', out, src, ...(o.libs ?? [])], { stdio: 'pipe' })
-  return out
+  return compileC({
+    compiler: 'x86_64-w64-mingw32-gcc',
+    source: readFileSync(path.join(ROOT, 'test/fixtures/windows-samples', source), 'utf8'),
+    flags: ['-O2', '-Wall', '-s', ...(o.dll === true ? ['-shared'] : [])],
+    libs: o.libs,
+    out: path.join(outDir, source.replace(/\.c$/, o.dll === true ? '.dll' : '.exe'))
+  })
 }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { staticAnalysis } from './index'
 import type { PeImportedDll } from './pe-imports'
 import { analyzePe, PeFormatError, type PeSectionInfo } from './pe'
+import { compileC } from '../../../../test/fixtures/compiled'
 
 const root = join(__dirname, '../../../..')
 const cache = join(root, 'node_modules/.cache/aviary-agent')
@@ -24,8 +25,7 @@ const agentExe = join(root, 'out/agent/aviary-agent-win-x64.exe')
  * installs it): imports from two DLLs, stripped so that nothing follows the last section.
  */
 function buildPe32(dir: string): string {
-  const src = join(dir, 'pe32.c')
-  writeFileSync(src, [
+  const source = [
     '#include <windows.h>',
     'int main(void) {',
     '  char buf[64];',
@@ -33,10 +33,8 @@ function buildPe32(dir: string): string {
     '  if (n == 0) MessageBoxA(NULL, "no temp", "pe32", MB_OK);',
     '  return (int)GetTickCount() & 1;',
     '}',
-  ].join('\n'))
-  const out = join(dir, 'pe32.exe')
-  execFileSync('i686-w64-mingw32-gcc', ['-O1', '-s', '-o', out, src, '-luser32'], { timeout: 60_000 })
-  return out
+  ].join('\n')
+  return compileC({ compiler: 'i686-w64-mingw32-gcc', source, flags: ['-O1', '-s'], libs: ['-luser32'], out: join(dir, 'pe32.exe') })
 }
 let pe32 = ''
 

@@ -5,7 +5,7 @@
 // trees of 100,000 processes, wide and deep.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { startHarness, type Harness } from '../../../../test/service-harness'
@@ -14,6 +14,7 @@ import { MAX_ITEMS, reportFacts, type ReportFacts } from './facts'
 import { INDICATOR_CAPS, readIndicators } from '../../../shared/report-indicators'
 import { compareFacts, differs, tally, type Row } from './diff'
 import { CUCKOO_207 } from '../../../../test/fixtures/cuckoo-2.0.7-report'
+import { compileC } from '../../../../test/fixtures/compiled'
 
 let h: Harness
 let work: string
@@ -119,11 +120,8 @@ describe('two runs of a dropper, from a real service', () => {
 
 describe('two PE programs compiled here', () => {
   it('compares their imports, sections and imphash', async () => {
-    const build = (name: string, source: string, lib: string): Buffer => {
-      writeFileSync(path.join(work, `${name}.c`), source)
-      execFileSync('x86_64-w64-mingw32-gcc', ['-O2', '-s', '-o', path.join(work, `${name}.exe`), path.join(work, `${name}.c`), `-l${lib}`])
-      return readFileSync(path.join(work, `${name}.exe`))
-    }
+    const build = (name: string, source: string, lib: string): Buffer =>
+      readFileSync(compileC({ compiler: 'x86_64-w64-mingw32-gcc', source, flags: ['-O2', '-s'], libs: [`-l${lib}`], out: path.join(work, `${name}.exe`) }))
     const box = build('box', '#include <windows.h>\nint main(void){MessageBoxA(0,"hello","box",0);return 0;}\n', 'user32')
     const net = build('net', '#include <winsock2.h>\nint main(void){WSADATA w;WSAStartup(0x202,&w);SOCKET s=socket(AF_INET,SOCK_STREAM,0);struct sockaddr_in a={0};a.sin_family=AF_INET;a.sin_port=htons(4444);connect(s,(struct sockaddr*)&a,sizeof a);return 0;}\n', 'ws2_32')
     const proc = [{ pid: 300, ppid: 1, command_line: 'C:\\Users\\u\\AppData\\Local\\Temp\\x.exe', exe: 'C:\\Users\\u\\AppData\\Local\\Temp\\x.exe' }]
