@@ -30,6 +30,19 @@ type Platform = 'linux' | 'windows'
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 /**
+ * How often the Linux monitor reads /proc. Each poll reads every tracked process's stat, image
+ * and descriptors: natively ~4% of a core for a tree of twenty ten times a second, and under
+ * emulation (a TCG guest) that was the guest's whole vCPU, which the sample sees and which
+ * slows it. Under strace, which sees every fork, exec, exit and connect as it happens, the
+ * polling only adds images, exit times and sockets strace did not name, and notices the end of
+ * the tree: twice a second does. Without strace, or when the memory dumper needs each process
+ * known before strace's 150 ms exit hold ends, ten times a second.
+ */
+export function pollPeriodMs(traced: boolean, dumpsAtExit: boolean): number {
+  return traced && !dumpsAtExit ? 500 : 100
+}
+
+/**
  * Archive tasks: the stored sample is a zip; it is unpacked into a fresh folder next to it and the
  * member named by option `filename` (else the first file) is the target, as in Cuckoo.
  */
@@ -215,7 +228,7 @@ export async function runAnalysis(conf: AnalysisConfig, log: NetlogLog, analyzer
     winMon?.rootExited(code)
   })
   const root = child.pid ?? -1
-  const monitor: Monitor = winMon ?? new ProcMonitor(root, strace !== null)
+  const monitor: Monitor = winMon ?? new ProcMonitor(root, strace !== null, pollPeriodMs(strace !== null, dumper !== null))
   if (spawned) {
     log.info(`started ${[launch.file, ...launch.args].join(' ')} as pid ${root}${strace !== null ? ' under strace' : ''}`)
     // Quoted as Windows quotes a program with blanks in its path, so its name reads back right.
