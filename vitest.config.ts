@@ -64,8 +64,7 @@ export default defineConfig({
     // netns, lab and libvirt name belongs to one file (test/guests/netns-guest.ts), so files can
     // run side by side. Two at a time: with three or four, the two cores were saturated and each
     // full run had a time limit or two missed, for 100 s less at three (docs/benchmarks.md).
-    // AVIARY_TEST_WORKERS overrides it. AVIARY_TEST_SIDE_BY_SIDE=1 npm test runs the two projects
-    // below as two Vitest runs side by side, each with this many workers (scripts/test.mjs).
+    // AVIARY_TEST_WORKERS overrides it.
     maxWorkers: Number(process.env.AVIARY_TEST_WORKERS) || 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,

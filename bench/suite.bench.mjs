@@ -7,9 +7,7 @@
 // by Vitest outside a file (its global setup) and by nothing of the run are charged apart. A process that starts and ends between
 // two samples is charged to its parent as its "ended children", from the parent's children's time (/proc/PID/stat
 // cutime, cstime), at most two cores' worth per interval. `--quick` (the bench quick pass) runs
-// one small file. `--split` runs what `AVIARY_TEST_SIDE_BY_SIDE=1 npm test` runs after its checks
-// (scripts/test.mjs: the files under test/ beside the unit files at nice 19) instead of one
-// `vitest run`.
+// one small file.
 // QEMU's processes, which libvirt detaches from its daemon, are charged to their guest by name
 // ("(QEMU avlx-lx-1)"). Prints the wall time, Vitest's summary, the files and programs by CPU
 // seconds, and a JSON line with all of it.
@@ -22,7 +20,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { cpus } from 'node:os'
 import { stripVTControlCharacters } from 'node:util'
-import { args, cleanup, positional, quick, tempDir } from './cleanup.mjs'
+import { cleanup, positional, quick, tempDir } from './cleanup.mjs'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const HZ = 100 // USER_HZ, the unit of /proc/PID/stat times on Linux
@@ -30,12 +28,7 @@ const INTERVAL_MS = 500
 const VITEST = '(vitest itself and its global setup)'
 const GUESTS = '(guests started by libvirtd)'
 const OTHER = '(other programs on this machine)'
-const split = args.includes('--split')
 const files = quick ? ['src/shared/route-kinds.test.ts'] : positional()
-if (split && files.length > 0) {
-  console.error('suite bench: --split runs every file (npm test); name no file with it')
-  process.exit(2)
-}
 const mapDir = tempDir('aviary-suite-bench-')
 
 /** pid -> { ppid, comm, own, kids, start } from /proc/PID/stat; null when the process is gone. */
@@ -96,9 +89,8 @@ const charge = (file, comm, ticks) => {
 }
 
 const t0 = Date.now()
-const command = split ? [path.join(root, 'scripts/test.mjs')] : [path.join(root, 'node_modules/vitest/vitest.mjs'), 'run', ...files]
-const child = spawn(process.execPath, command, {
-  cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, AVIARY_TEST_CPU_MAP: mapDir, ...(split ? { AVIARY_TEST_SIDE_BY_SIDE: '1' } : {}) }
+const child = spawn(process.execPath, [path.join(root, 'node_modules/vitest/vitest.mjs'), 'run', ...files], {
+  cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, AVIARY_TEST_CPU_MAP: mapDir }
 })
 let out = ''
 child.stdout.on('data', (b) => { out += b.toString() })
@@ -148,15 +140,15 @@ for (const [file, m] of byFile) if (file !== OTHER) for (const [c, t] of m) prog
 const programs$ = [...programs].map(([program, t]) => ({ program, cpu: seconds(t) })).filter((p) => p.cpu > 0).sort((a, b) => b.cpu - a.cpu)
 const total = seconds([...programs.values()].reduce((a, b) => a + b, 0))
 const otherTicks = [...(byFile.get(OTHER)?.values() ?? [])].reduce((a, b) => a + b, 0)
-const summary = out.split('\n').filter((l) => /Test Files|Tests |Duration|^unit:|^isolated:| FAIL /.test(l)).map((l) => stripVTControlCharacters(l).trim())
+const summary = out.split('\n').filter((l) => /Test Files|Tests |Duration| FAIL /.test(l)).map((l) => stripVTControlCharacters(l).trim())
 
-console.log(`${split ? 'scripts/test.mjs' : 'vitest'} ${files.length ? files.join(' ') : '(every file)'}: exit ${code}, ${wall.toFixed(0)} s wall, ${total} CPU-seconds ` +
+console.log(`vitest ${files.length ? files.join(' ') : '(every file)'}: exit ${code}, ${wall.toFixed(0)} s wall, ${total} CPU-seconds ` +
   `for the run (${cpus().length} cores: ${(total / wall).toFixed(2)} busy on average), ${seconds(otherTicks)} for other programs`)
 for (const l of summary) console.log(`  ${l}`)
 console.log('by file (CPU s, then its largest programs):')
 for (const f of files$.slice(0, 40)) console.log(`  ${String(f.cpu).padStart(7)}  ${f.file}  [${f.top.join(', ')}]`)
 console.log('by program (CPU s):')
 for (const p of programs$.slice(0, 25)) console.log(`  ${String(p.cpu).padStart(7)}  ${p.program}`)
-console.log(JSON.stringify({ bench: 'suite', split, files: files.length ? files : 'all', exit: code, wall_s: Math.round(wall), cpu_s: total, by_file: files$, by_program: programs$ }))
+console.log(JSON.stringify({ bench: 'suite', files: files.length ? files : 'all', exit: code, wall_s: Math.round(wall), cpu_s: total, by_file: files$, by_program: programs$ }))
 await cleanup()
 if (code !== 0) process.exitCode = 1
