@@ -2,8 +2,8 @@
 // fetches a URL from the fake internet (both recorded), two guests at once keep their /tmp apart,
 // an agent command is waited for, and close() leaves nothing behind.
 import { execFile, type ChildProcess } from 'node:child_process'
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { homedir } from 'node:os'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { homedir, tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -115,6 +115,9 @@ describe('netns guest', () => {
     await run('ip', ['link', 'add', 'avng13h', 'type', 'veth', 'peer', 'name', 'avng13g'])
     await run('ip', ['link', 'set', 'avng13g', 'netns', 'avng13'])
     await run('mkdir', ['-p', '/etc/netns/avng13'])
+    // ...and the copy of /etc an exec was making when it was killed.
+    const copying = path.join(tmpdir(), 'aviary-netns', 'avng13-etc.4242')
+    mkdirSync(path.join(copying, 'ssl'), { recursive: true })
     const { stdout: pid } = await run('sh', ['-c', 'ip netns exec avng13 sleep 600 >/dev/null 2>&1 & echo $!'])
     const d = await createNetnsGuest({ index: 13 })
     try {
@@ -130,5 +133,7 @@ describe('netns guest', () => {
     await expect(run('ip', ['link', 'show', d.hostIf])).rejects.toThrow()
     expect(existsSync(`/etc/netns/${d.ns}`)).toBe(false)
     expect(existsSync(d.tmpDir)).toBe(false)
+    expect(d.tmpDir).toBe(path.join(tmpdir(), 'aviary-netns', 'avng13'))
+    expect(readdirSync(path.dirname(d.tmpDir)).filter((f) => f.startsWith('avng13'))).toEqual([])
   })
 })

@@ -16,7 +16,7 @@
 // (e2e/procmem.test.ts) and 46 its Wine run (e2e/procmem-wine.test.ts).
 import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { createSocket, type Socket as UdpSocket } from 'node:dgram'
-import { chmodSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
 import { connect } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
@@ -255,6 +255,10 @@ async function removeLeftovers(ns: string, hostIf: string, etcDir: string, tmpDi
   rmSync(tmpDir, { recursive: true, force: true })
   rmSync(`${tmpDir}-etc`, { recursive: true, force: true })
   rmSync(`${tmpDir}-home`, { recursive: true, force: true })
+  // The copy of /etc an exec was making when it was killed (close() kills what still runs, and a
+  // test's fire-and-forget exec may still be copying): `<tmpDir>-etc.<its pid>`.
+  const copying = `${path.basename(tmpDir)}-etc.`
+  for (const f of readdirSync(path.dirname(tmpDir)).filter((n) => n.startsWith(copying))) rmSync(path.join(path.dirname(tmpDir), f), { recursive: true, force: true })
 }
 
 /** The process exists and is not a zombie. */
