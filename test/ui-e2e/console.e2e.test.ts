@@ -5,7 +5,7 @@
 // typing, a second client, hostile clients, no credentials, Extend, Finish now, then the replay of
 // the recorded session in the report, and a finished task's console (409).
 import { createHash } from 'node:crypto'
-import { mkdirSync, readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -114,6 +114,7 @@ afterAll(async () => {
 
 describe('the live console in Chromium, against a QEMU guest', () => {
   let liveHash = ''
+  let liveUrl = ''
 
   it('shows the guest\'s screen, and a typed command reaches the guest within 3 s of the first key', async () => {
     await page.goto(`${h.url}/#/tasks/${id}?tab=live`)
@@ -209,7 +210,8 @@ describe('the live console in Chromium, against a QEMU guest', () => {
       return c ? c.toDataURL() : null
     }, undefined, { timeout: 20_000, polling: 'raf' })
     await page.getByRole('button', { name: 'Finish now' }).click()
-    liveHash = sha(String(await (await last).jsonValue()))
+    liveUrl = String(await (await last).jsonValue())
+    liveHash = sha(liveUrl)
     await waitForTask(api(), id, ['completed', 'reported', 'failed_analysis', 'failed_processing'], 20_000)
     const ended = Date.now() - clicked
     console.log(`console e2e: Finish now ended the run ${ended} ms after the click`)
@@ -228,16 +230,25 @@ describe('the live console in Chromium, against a QEMU guest', () => {
     await page.locator('[data-testid="replay-time"][data-ended="true"]').waitFor({ timeout: 120_000 })
     // noVNC draws decoded images on its next frames, later on a busy machine (a fixed 1 s wait
     // missed the last one once, beside two other test files): wait for the frame, within 15 s.
-    const shown = async (): Promise<string> =>
-      sha(await page.evaluate(() => (globalThis as unknown as InPage).document.querySelector('[data-testid="replay-screen"]')?.querySelector('canvas')?.toDataURL() ?? ''))
-    await expect.poll(shown, { timeout: 15_000, interval: 250 }).toBe(liveHash)
+    let shownUrl = ''
+    const shown = async (): Promise<string> => {
+      shownUrl = await page.evaluate(() => (globalThis as unknown as InPage).document.querySelector('[data-testid="replay-screen"]')?.querySelector('canvas')?.toDataURL() ?? '')
+      return sha(shownUrl)
+    }
+    // A frame that differs is kept beside the live one, so a failure can be looked at.
+    const keepFrames = (step: string) => {
+      for (const [name, url] of [['live', liveUrl], [step, shownUrl]] as const) {
+        if (url.startsWith('data:image/png;base64,')) writeFileSync(path.join(SHOTS, `console-replay-${name}.png`), Buffer.from(url.slice(22), 'base64'))
+      }
+    }
+    await expect.poll(shown, { timeout: 15_000, interval: 250 }).toBe(liveHash).catch((err: unknown) => { keepFrames('ended'); throw err })
     await page.screenshot({ path: path.join(SHOTS, 'console-replay.png') })
     // Seeking back to the start and forth to the end lands on the same frame.
     // The start differs from the last frame (the session typed a command), so the seek back shows.
     await page.getByLabel('Position in the recording').fill('0')
     await expect.poll(shown, { timeout: 15_000, interval: 250 }).not.toBe(liveHash)
     await page.getByLabel('Position in the recording').press('End')
-    await expect.poll(shown, { timeout: 15_000, interval: 250 }).toBe(liveHash)
+    await expect.poll(shown, { timeout: 15_000, interval: 250 }).toBe(liveHash).catch((err: unknown) => { keepFrames('sought'); throw err })
   }, 300_000)
 
   it('refuses the console of a finished task with 409', async () => {
