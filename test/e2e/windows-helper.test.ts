@@ -5,14 +5,14 @@
 // at once, and a Run value with a hostile name and 5,000 characters of data. Every line the helper
 // wrote must be valid JSON, the command line must come back exactly (cut at 8,192 units and said
 // so), the process limit must hold and be said once, and the registry value must be seen written
-// and deleted. Runs in its own copy of the test bed's template prefix (no network needed).
+// and deleted. Runs in a prefix of its own over the test bed's template prefix (no network needed).
 import { execFile } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildSample, wineLeftAfter, wineEnv, wineTemplate } from '../guests/wine-guest'
+import { buildSample, prefixFromTemplate, wineLeftAfter, wineEnv } from '../guests/wine-guest'
 
 const run = promisify(execFile)
 const HELPER = path.resolve(__dirname, '../../out/cli/analyzer/helper.exe')
@@ -24,12 +24,14 @@ describe('the Windows helper under Wine, fed by a hostile sample', () => {
   let prefix: string
   let lines: Line[]
   let raw: string
+  let removePrefix: (() => Promise<void>) | undefined
 
   beforeAll(async () => {
     expect(existsSync(HELPER), `${HELPER} (built by scripts/build-cli.mjs with mingw-w64)`).toBe(true)
     dir = mkdtempSync(path.join(tmpdir(), 'aviary-winmon-'))
-    prefix = path.join(dir, 'prefix')
-    await run('cp', ['-a', await wineTemplate(), prefix])
+    const own = await prefixFromTemplate(path.join(dir, 'wine'))
+    removePrefix = own.remove
+    prefix = own.prefix
     // Into the prefix's C: drive: the template has no Z: drive (the host's /).
     const cdir = path.join(prefix, 'drive_c', 'winmon-test')
     mkdirSync(cdir)
@@ -49,6 +51,7 @@ describe('the Windows helper under Wine, fed by a hostile sample', () => {
 
   afterAll(async () => {
     if (prefix) await run('wineserver', ['-k'], { env: wineEnv(prefix) }).catch(() => undefined)
+    await removePrefix?.()
     rmSync(dir, { recursive: true, force: true })
     // No wineserver or Windows program of this prefix outlives the test.
     if (dir) expect(await wineLeftAfter(5000, dir)).toEqual([])

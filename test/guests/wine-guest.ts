@@ -186,10 +186,7 @@ export async function createWineGuest(o: WineGuestOptions): Promise<WineGuest> {
     rmSync(home, { recursive: true, force: true })
   }
   try {
-    await unmountPrefix(prefix) // a run that was killed may have left its overlay
-    rmSync(home, { recursive: true, force: true })
-    for (const d of [prefix, path.join(home, 'upper'), path.join(home, 'work')]) mkdirSync(d, { recursive: true })
-    await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${template},upperdir=${path.join(home, 'upper')},workdir=${path.join(home, 'work')}`, prefix])
+    await prefixFromTemplate(home, template)
     const exe = path.join(prefix, 'drive_c', ...agentPath.slice(3).split('\\'))
     mkdirSync(path.dirname(exe), { recursive: true })
     await run('cp', [agent, exe])
@@ -206,6 +203,29 @@ export async function createWineGuest(o: WineGuestOptions): Promise<WineGuest> {
     throw new Error(`${(err as Error).message}${log ? `\nagent log: ${log}` : ''}`, { cause: err })
   }
   return { ...guest, prefix, driveC: path.join(prefix, 'drive_c'), agentLog, close }
+}
+
+/**
+ * A Wine prefix of its own at `<home>/prefix`, made of the template: an overlay with the template
+ * below and what Wine writes in `<home>/upper`. It is ready at once, where a `cp -a` of the
+ * template's ~700 MB took ~2.5 s of CPU and as much again to remove. Whatever `home` held is
+ * removed first (a killed run may have left its overlay mounted). `remove()` unmounts the prefix
+ * and deletes `home`.
+ */
+export async function prefixFromTemplate(home: string, template?: string): Promise<{ prefix: string; remove: () => Promise<void> }> {
+  const lower = template ?? await wineTemplate()
+  const prefix = path.join(home, 'prefix')
+  await unmountPrefix(prefix)
+  rmSync(home, { recursive: true, force: true })
+  for (const d of [prefix, path.join(home, 'upper'), path.join(home, 'work')]) mkdirSync(d, { recursive: true })
+  await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${path.join(home, 'upper')},workdir=${path.join(home, 'work')}`, prefix])
+  return {
+    prefix,
+    remove: async () => {
+      await unmountPrefix(prefix)
+      rmSync(home, { recursive: true, force: true })
+    }
+  }
 }
 
 /** Takes a guest's prefix overlay away, if it is mounted (lazily: a process may still hold a file). */

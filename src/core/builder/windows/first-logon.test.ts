@@ -10,12 +10,12 @@
 // the agent itself) is what runs here, not the scheduled task; `netsh advfirewall`, `sc`,
 // `powershell` and `powercfg` are stubs or missing, so their steps are only seen to be logged.
 import { execFile } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createNetnsGuest, type NetnsGuest } from '../../../../test/guests/netns-guest'
-import { wineEnv, wineLeftAfter, wineTemplate, windowsAgent } from '../../../../test/guests/wine-guest'
+import { prefixFromTemplate, wineEnv, wineLeftAfter, windowsAgent } from '../../../../test/guests/wine-guest'
 import { findOne, parseXml } from '../../../../test/windows-builder/xml-oracle'
 import { probeAgent } from '../../guest/agent-identity'
 import { buildAnswerMedium } from './answer-medium'
@@ -47,6 +47,7 @@ describe('the first-logon script under Wine starts the agent', () => {
   let agentExe: string
   let setupOut: string
   let commandLine: string
+  let removePrefix: (() => Promise<void>) | undefined
 
   /** `wine args...` (or `wineserver args...`) in the guest, its output appended to `out`. */
   const wineExec = async (args: string[], out: string, timeoutMs: number): Promise<number | null> => {
@@ -59,15 +60,13 @@ describe('the first-logon script under Wine starts the agent', () => {
   }
 
   beforeAll(async () => {
-    const [template, agent] = await Promise.all([wineTemplate(), windowsAgent()])
-    agentExe = agent
+    agentExe = await windowsAgent()
     guest = await createNetnsGuest({ index: 54, prefix: 'avwv' })
     home = path.join(HOMES, guest.ns)
-    rmSync(home, { recursive: true, force: true })
-    mkdirSync(home, { recursive: true })
-    prefix = path.join(home, 'prefix')
+    const own = await prefixFromTemplate(home)
+    removePrefix = own.remove
+    prefix = own.prefix
     driveC = path.join(prefix, 'drive_c')
-    await run('cp', ['-a', template, prefix])
 
     // The medium as the command builds it, then read back as Windows would see the CD.
     const spec = checkWindowsInput({ name: 'wine', password: 'Pass<&>"word', ip: guest.guestIp, gateway: guest.hostIp, agentPort: 8000 })
@@ -91,7 +90,7 @@ describe('the first-logon script under Wine starts the agent', () => {
       await wineExec(['wineserver', '-k'], '/dev/null', 10_000).catch(() => null)
       await guest.close()
     }
-    if (home) rmSync(home, { recursive: true, force: true })
+    await removePrefix?.()
   }, 60_000)
 
   it('installs the agent at its neutral path, byte for byte', () => {
