@@ -3,7 +3,10 @@
 // out/linux-guest/, so reruns do not download or rebuild), as overlays of one image, each booted,
 // snapshotted and registered; a second create of the same name is refused, and one that fails
 // midway removes what it made. Then the real service runs a file task end to end on one machine
-// through the API (a process tree, a pcap, a screenshot, a memory dump in the report), and the
+// through the API (every stage of the timeline, a process tree, a pcap without the agent's own
+// traffic, a screenshot with its thumbnail, a memory dump, the dropped file, the machine off
+// afterwards: test/e2e/kvm-analysis.test.ts checked the same on the small test guest, and was
+// folded in here so the suite runs one such task under TCG instead of two), and the
 // other machine, on route `none` with the rooter as its network's only firewall, reaches nothing:
 // judged by what the upstream and the host's own listener received, after the same probe, run on
 // the same machine before the rooter started, reached both. Last, prepare mode (`aviary machines
@@ -282,7 +285,11 @@ describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what
       expect(view.task.errors).toEqual([])
       expect(view.task.route).toBe('none')
       expect(view.task.guest).toMatchObject({ name: 'lx-1', manager: 'kvm' })
-      for (const st of ['reverting', 'agent_answered', 'sample_running', 'memory_dumped', 'machine_stopped', 'reported']) expect(await stages(h!, id)).toContain(st)
+      const seen = await stages(h!, id)
+      for (const st of ['machine_locked', 'reverting', 'started', 'agent_answered', 'analyzer_started', 'sample_running', 'finished', 'memory_dumped', 'machine_stopped', 'completed', 'reported']) {
+        expect(seen).toContain(st)
+      }
+      expect(await lab.lv.domState('avlx-lx-1')).toBe('shut off')
       const { body: report } = await h!.json<{
         behavior: { processtree: { process_name: string; children: { process_name: string; children: unknown[] }[] }[] }
         screenshots: { path: string }[]
@@ -294,6 +301,7 @@ describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what
       expect(report.screenshots.length).toBeGreaterThan(0)
       const dir = h!.analysisDir(id)
       expect(head(path.join(dir, 'shots/0001.jpg'), 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]))
+      expect(readdirSync(path.join(dir, 'shots'))).toContain('0001_small.jpg')
       expect(head(path.join(dir, 'memory.dmp'), 4).toString('latin1')).toBe('\x7fELF')
       expect(statSync(path.join(dir, 'memory.dmp')).size).toBeGreaterThan(512 * 2 ** 20)
       // Triage on a real QEMU dump: the clean snapshot's baseline was taken once (before the
@@ -314,8 +322,14 @@ describe('aviary machines create linux (libvirt/QEMU, TCG), and analyses on what
       expect(bytes.readUInt32LE(0)).toBe(0xa1b2c3d4)
       const { stdout } = await run('tcpdump', ['-n', '-r', path.join(dir, 'dump.pcap')], { encoding: 'utf8' })
       expect(stdout).toContain(`IP 10.216.0.101 > ${UPSTREAM_IP}: ICMP echo request`)
+      // The capture leaves out the service's own talk with the agent.
+      expect(stdout).not.toMatch(/\.8000[ :]/)
       const dropped = readdirSync(path.join(dir, 'files')).find((f) => f.endsWith('_vm-dropped.txt'))
       expect(dropped).toBeDefined()
+      expect(readFileSync(path.join(dir, 'files', dropped!), 'utf8')).toBe('written-in-the-vm\n')
+      const behavior = readFileSync(path.join(dir, 'logs/behavior.jsonl'), 'utf8')
+      expect(behavior).toMatch(/vm-sample\.sh/)
+      expect(behavior).toMatch(/sleep 1/)
     }, 1_200_000)
 
     it('on route none the machine reaches nothing, judged from outside: not the upstream, not the host, not with another address', async () => {
