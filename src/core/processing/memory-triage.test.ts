@@ -72,6 +72,25 @@ describe('memory-dump triage', () => {
     })
   })
 
+  it('finds strings whole beside pages of zeros, which it skips, and across pieces that start with them', async () => {
+    // A dump that is mostly zero pages, as a guest's is. Each name ends where a zero page begins: an
+    // ASCII one at a page's end, a UTF-16LE one whose last zero byte is the next page's first, and
+    // the same two at the end of a 4 MiB piece whose next piece starts with a zero page.
+    const dump = Buffer.alloc(3 * PIECE)
+    const ascii = (name: string, end: number): void => void dump.write(name, end - name.length, 'latin1')
+    const wide = (name: string, end: number): void => void dump.write(name, end - 2 * name.length, 'utf16le')
+    ascii('edge-a.example.net', 2 * 4096)
+    wide('edge-w.example.net', 3 * 4096 + 1)
+    dump.write('after-zeros.example.org', 5 * 4096, 'latin1')
+    ascii('piece-a.example.com', PIECE)
+    wide('piece-w.example.com', 2 * PIECE + 1)
+    const file = path.join(dir, 'zeros.dmp')
+    writeFileSync(file, dump)
+    const r = await scanIndicators(file)
+    expect(r.domains.sort()).toEqual(['after-zeros.example.org', 'edge-a.example.net', 'edge-w.example.net', 'piece-a.example.com', 'piece-w.example.com'])
+    expect(r).toMatchObject({ urls: [], ips: [], bytes: dump.length, complete: true })
+  })
+
   it('stops at its time bound and says so', async () => {
     const r = await scanIndicators(after, { seconds: -1 })
     expect(r.complete).toBe(false)

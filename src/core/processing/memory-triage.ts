@@ -83,6 +83,29 @@ class Kept {
   }
 }
 
+const PAGE = 4096
+const ZERO_PAGE = Buffer.alloc(PAGE)
+
+/**
+ * The parts of `buf` from `start` on to decode and search: every page (4 KiB, counted from
+ * `start`) but those that are all zeros, adjacent pages merged, as [from, to) pairs. A zero page
+ * ends any run, so leaving it out changes nothing found; a guest's full dump is mostly such pages
+ * (memory it never touched: 77% of the small test guest's 528 MiB), and decoding them was most of
+ * the triage's time. Each part takes one byte of the zero page after it, where a UTF-16LE run's
+ * last zero byte may lie.
+ */
+function nonZeroSpans(buf: Buffer, start: number): [number, number][] {
+  const spans: [number, number][] = []
+  for (let p = start; p < buf.length; p += PAGE) {
+    const end = Math.min(p + PAGE, buf.length)
+    if (buf.compare(ZERO_PAGE, 0, end - p, p, end) === 0) continue
+    const last = spans[spans.length - 1]
+    if (last !== undefined && last[1] >= p) last[1] = Math.min(end + 1, buf.length)
+    else spans.push([p, Math.min(end + 1, buf.length)])
+  }
+  return spans
+}
+
 /** The URLs, domains and IPv4 addresses written in a file, streamed. */
 export async function scanIndicators(file: string, o: { seconds?: number } = {}): Promise<Indicators> {
   const deadline = Date.now() + (o.seconds ?? TRIAGE_SECONDS) * 1000
@@ -118,16 +141,25 @@ export async function scanIndicators(file: string, o: { seconds?: number } = {})
       // Runs are found in the carried tail plus this piece; a run reaching the end is left for the
       // next piece (up to OVERLAP bytes of it), so a name split by the piece boundary is whole.
       const whole = buf.subarray(0, carry + bytesRead)
-      const text = whole.toString('latin1')
-      let keepFrom = whole.length
-      for (const m of text.matchAll(RUN_ASCII)) {
-        if ((m.index ?? 0) + m[0].length === text.length && text.length - (m.index ?? 0) <= OVERLAP) keepFrom = Math.min(keepFrom, m.index ?? 0)
-        else runs(m[0])
+      const spans = nonZeroSpans(whole, carry)
+      if (carry > 0) {
+        if (spans[0]?.[0] === carry) spans[0][0] = 0
+        else spans.unshift([0, Math.min(carry + 1, whole.length)])
       }
-      if (text.includes('.\x00')) {
-        for (const m of text.matchAll(RUN_WIDE)) {
-          if ((m.index ?? 0) + m[0].length >= text.length - 1 && text.length - (m.index ?? 0) <= OVERLAP) keepFrom = Math.min(keepFrom, m.index ?? 0)
-          else runs(m[0].replace(NULS, ''))
+      let keepFrom = whole.length
+      for (const [from, to] of spans) {
+        const text = whole.toString('latin1', from, to)
+        for (const m of text.matchAll(RUN_ASCII)) {
+          const at = from + (m.index ?? 0)
+          if (at + m[0].length === whole.length && whole.length - at <= OVERLAP) keepFrom = Math.min(keepFrom, at)
+          else runs(m[0])
+        }
+        if (text.includes('.\x00')) {
+          for (const m of text.matchAll(RUN_WIDE)) {
+            const at = from + (m.index ?? 0)
+            if (at + m[0].length >= whole.length - 1 && whole.length - at <= OVERLAP) keepFrom = Math.min(keepFrom, at)
+            else runs(m[0].replace(NULS, ''))
+          }
         }
       }
       carry = Math.min(whole.length - keepFrom, OVERLAP)
