@@ -6,8 +6,7 @@
 // - What the corpus' silence must not cost: /etc/shadow read through a symlink, a self-deleting ELF
 //   (its own path, not the kernel's "(deleted)"), a shell handed commands through another program,
 //   a missing interpreter named, host names (not addresses) in connects_host.
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -17,6 +16,7 @@ import type { Harness } from '../service-harness'
 import { submitFile, waitForTask } from './e2e-helpers'
 import { schemaProblems } from '../report-contract'
 import { keepFixture, LINUX_CORPUS, WEB_HOST } from '../benign-corpus'
+import { compileC } from '../fixtures/compiled'
 
 interface Proc { pid: number; ppid: number; process_name: string; process_path: string; command_line: string }
 interface Mark { type: string; ioc?: string; pid?: number; command_line?: string; why?: string }
@@ -59,9 +59,7 @@ describe('what reports say on a netns guest', () => {
 
   beforeAll(async () => {
     build = mkdtempSync(path.join(tmpdir(), 'aviary-bh-'))
-    writeFileSync(path.join(build, 'selfdel.c'), SELF_DELETING)
-    execFileSync('cc', ['-O2', '-o', path.join(build, 'selfdel'), path.join(build, 'selfdel.c')])
-    FIRING.selfdel = { file: 'selfdel', content: readFileSync(path.join(build, 'selfdel')) }
+    FIRING.selfdel = { file: 'selfdel', content: readFileSync(compileC({ compiler: 'cc', source: SELF_DELETING, flags: ['-O2'], out: path.join(build, 'selfdel') })) }
     ;({ guest, h } = await startNetnsAnalysisNode({ index: 25, prefix: 'avbh' }))
     FIRING['ip-only']!.content = `#!/bin/sh\ncurl -s -o /dev/null http://${guest.internetIp}/by-address\n`
     for (const run of LINUX_CORPUS) ids.set(run.name, await submitFile(h, run.file, run.content, { timeout: '30', ...run.fields }))

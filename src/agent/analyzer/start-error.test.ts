@@ -1,7 +1,7 @@
 // A sample that cannot start for want of its interpreter, run for real under the analyzer's strace:
 // the trace gives ENOENT only, and the analyzer names the missing interpreter or loader, as shells
 // say it ("bad interpreter: /nonexistent/interp").
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { parseStrace } from './strace-log.js'
 import { straceArgs } from './strace-run.js'
 import { elfInterpreter, explainStartError } from './start-error.js'
+import { compileC } from '../../../test/fixtures/compiled'
 
 const work = mkdtempSync(join(tmpdir(), 'aviary-start-error-'))
 afterAll(() => rmSync(work, { recursive: true, force: true }))
@@ -29,10 +30,7 @@ describe('a sample whose interpreter is missing', () => {
   })
 
   it('names an ELF program\'s missing loader (PT_INTERP)', () => {
-    const src = join(work, 'hello.c')
-    const exe = join(work, 'musl-like')
-    writeFileSync(src, 'int main(void) { return 0; }\n')
-    execFileSync('cc', ['-o', exe, src, '-Wl,--dynamic-linker=/lib/ld-nonexistent-x86_64.so.1'])
+    const exe = compileC({ compiler: 'cc', source: 'int main(void) { return 0; }\n', libs: ['-Wl,--dynamic-linker=/lib/ld-nonexistent-x86_64.so.1'], out: join(work, 'musl-like') })
     expect(elfInterpreter(exe)).toBe('/lib/ld-nonexistent-x86_64.so.1')
     expect(startErrorOf(exe)).toBe('missing ELF interpreter /lib/ld-nonexistent-x86_64.so.1: No such file or directory (ENOENT)')
   })

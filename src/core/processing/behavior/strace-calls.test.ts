@@ -11,6 +11,7 @@ import { straceArgs } from '../../../agent/analyzer/strace-run.js'
 import type { StoredCall } from './calls-schema.js'
 import { analyzeBehaviorDetailed, type BehaviorResult } from './index.js'
 import { MAX_LINE } from './strace-calls.js'
+import { compileC } from '../../../../test/fixtures/compiled'
 
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
 const dirs: string[] = []
@@ -195,10 +196,7 @@ int main(int argc, char **argv) {
   let dir: string
 
   beforeAll(async () => {
-    const src = join(work, 'kernel-paths.c')
-    const exe = join(work, 'kernel-paths')
-    writeFileSync(src, C)
-    execFileSync('cc', ['-o', exe, src])
+    const exe = compileC({ compiler: 'cc', source: C, out: join(work, 'kernel-paths') })
     secret = join(work, 'secret.txt')
     writeFileSync(secret, 'not for you\n')
     dir = join(work, 'links')
