@@ -248,6 +248,13 @@ describe('the live console in Chromium, against a QEMU guest', () => {
     await page.getByLabel('Position in the recording').fill('0')
     await expect.poll(shown, { timeout: 15_000, interval: 250 }).not.toBe(liveHash)
     await page.getByLabel('Position in the recording').press('End')
+    // End is the recording's end, not the last multiple of the bar's 100 ms step before it.
+    const bar = async (): Promise<string> => {
+      const time = page.getByTestId('replay-time')
+      const input = page.getByLabel('Position in the recording')
+      return `${await time.getAttribute('data-ended')} ${await time.textContent()} value=${await input.inputValue()} max=${await input.getAttribute('max')}`
+    }
+    await expect.poll(bar, { timeout: 15_000, interval: 250 }).toMatch(/^true /)
     await expect.poll(shown, { timeout: 15_000, interval: 250 }).toBe(liveHash).catch((err: unknown) => { keepFrames('sought'); throw err })
   }, 300_000)
 

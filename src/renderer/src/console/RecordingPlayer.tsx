@@ -104,7 +104,10 @@ function Player({ source }: { source: RecordingSource }): JSX.Element {
               <span key={i} className={`absolute top-0 h-2 w-0.5 ${m.clicks > 0 ? 'bg-amber-500' : 'bg-sky-600'}`} style={{ left: `${(m.time / duration) * 100}%` }} />
             ))}
           </div>
-          <input type="range" min={0} max={Math.max(1, duration)} step={100} value={position} aria-label="Position in the recording"
+          {/* A range snaps its value to a multiple of its step, so a max that is not one could not be
+              reached: End landed up to 99 ms short, before the recording's last frames. The max is
+              rounded up to a step, and the player clamps a seek to the duration. */}
+          <input type="range" min={0} max={Math.max(100, Math.ceil(duration / 100) * 100)} step={100} value={position} aria-label="Position in the recording"
             aria-valuetext={`${formatDuration(position / 1000)} of ${formatDuration(duration / 1000)}`}
             onChange={(e) => player.current?.seek(Number(e.target.value))} className="w-full" />
         </div>
