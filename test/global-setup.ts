@@ -10,6 +10,7 @@
 import { execFileSync, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { useTestTmpfs } from './fixtures/test-tmpfs'
 
 const STAMP = 'out/.test-build-key'
 /** What the three builds write; all must be there for the stamp to count. */
@@ -62,7 +63,20 @@ function stampOf(key: string): string | null {
   return [key, ...OUTPUTS.map((o) => `${o} ${statSync(o).mtimeMs}`)].join('\n')
 }
 
-export default async function setup(): Promise<void> {
+export default async function setup(): Promise<(() => void) | undefined> {
+  // The run's temporary files in memory (test/fixtures/test-tmpfs.ts); the workers inherit TMPDIR.
+  const teardown = useTestTmpfs() ?? undefined
+  try {
+    await build()
+  } catch (err) {
+    teardown?.()
+    throw err
+  }
+  return teardown
+}
+
+/** The three builds, unless the stamp says their sources are those of the last one. */
+async function build(): Promise<void> {
   const key = buildKey()
   if (key !== null && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === stampOf(key)) return
   rmSync(STAMP, { force: true })

@@ -200,9 +200,12 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
   const argv = ['netns', 'exec', ns, 'unshare', '-m', '--propagation', 'private',
     'sh', '-c', script, tmpDir, String(tmp.keep.length), ...tmp.keep, String(tmp.masks.length), ...tmp.masks,
     home, homeDir, String(own.keep.length), ...own.keep, String(own.masks.length), ...own.masks, String(binds.length), ...binds.flat(), ...cmd]
+  // Nor does it get the host's TMPDIR: the test run's lies under the host's /tmp (or /dev/shm),
+  // which the guest's own replaces, so its programs would find no such folder.
+  const { TMPDIR: _hostTmp, ...env } = opts.env ?? process.env
   return spawn('ip', argv, {
     detached: true,
-    env: opts.env ?? process.env,
+    env,
     cwd: opts.cwd,
     stdio: opts.stdio ?? ['ignore', 'pipe', 'pipe']
   })
@@ -258,6 +261,7 @@ async function removeLeftovers(ns: string, hostIf: string, etcDir: string, tmpDi
   // The copy of /etc an exec was making when it was killed (close() kills what still runs, and a
   // test's fire-and-forget exec may still be copying): `<tmpDir>-etc.<its pid>`.
   const copying = `${path.basename(tmpDir)}-etc.`
+  mkdirSync(path.dirname(tmpDir), { recursive: true }) // absent the first time under a new TMPDIR
   for (const f of readdirSync(path.dirname(tmpDir)).filter((n) => n.startsWith(copying))) rmSync(path.join(path.dirname(tmpDir), f), { recursive: true, force: true })
 }
 
