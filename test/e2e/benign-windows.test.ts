@@ -66,7 +66,7 @@ describe('Windows runs on Wine: an installer stays silent, a shell-out is named 
     await guest?.close()
     if (samples) rmSync(samples, { recursive: true, force: true })
     // Its own guest's Wine only: another Wine file may be running beside this one.
-    expect(await wineLeftAfter(5000, guest && path.dirname(guest.prefix))).toEqual([])
+    expect(await wineLeftAfter(10_000, guest && path.dirname(guest.prefix))).toEqual([])
   }, 60_000)
 
   it('both reports fit the schema and carry no error', () => {

@@ -44,7 +44,7 @@ describe('process memory of a Windows sample on Wine', () => {
     await guest?.close()
     rmSync(samples, { recursive: true, force: true })
     // Its own guest's Wine only: another Wine file may be running beside this one.
-    expect(await wineLeftAfter(5000, guest && path.dirname(guest.prefix))).toEqual([])
+    expect(await wineLeftAfter(10_000, guest && path.dirname(guest.prefix))).toEqual([])
   }, 60_000)
 
   it('dumps the sample still running at the end; the URL it kept only in memory is in procmemory', async () => {

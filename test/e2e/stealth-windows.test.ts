@@ -77,7 +77,7 @@ describe('a sample that looks for Aviary on a Windows guest (Wine) finds nothing
     await h?.stop()
     await guest?.close()
     rmSync(samples, { recursive: true, force: true })
-    expect(await wineLeftAfter(5000, HOMES)).toEqual([])
+    expect(await wineLeftAfter(10_000, HOMES)).toEqual([])
     rmSync(HOMES, { recursive: true, force: true })
   }, 60_000)
 

@@ -54,7 +54,7 @@ describe('the Windows helper under Wine, fed by a hostile sample', () => {
     await removePrefix?.()
     rmSync(dir, { recursive: true, force: true })
     // No wineserver or Windows program of this prefix outlives the test.
-    if (dir) expect(await wineLeftAfter(5000, dir)).toEqual([])
+    if (dir) expect(await wineLeftAfter(10_000, dir)).toEqual([])
   })
 
   it('writes only valid JSON lines, from hello to bye', () => {

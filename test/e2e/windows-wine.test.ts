@@ -77,7 +77,7 @@ describe('Windows guests on Wine (physical machine, Aviary\'s Windows agent)', (
     rmSync(samples, { recursive: true, force: true })
     // Every Wine process of the test bed (wineserver included) is gone with its guest.
     // Its own guest's Wine only: another Wine file may be running beside this one.
-    expect(await wineLeftAfter(5000, guest && path.dirname(guest.prefix))).toEqual([])
+    expect(await wineLeftAfter(10_000, guest && path.dirname(guest.prefix))).toEqual([])
   }, 60_000)
 
   const procs = (name: string): Proc[] => reports[name]?.behavior.processes ?? []
