@@ -39,6 +39,9 @@ function formatBytes(n: number): string {
   return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`
 }
 
+/** The seek bar's step, in ms. */
+const BAR_STEP = 100
+
 function Player({ source }: { source: RecordingSource }): JSX.Element {
   const screen = useRef<HTMLDivElement>(null)
   const player = useRef<Replayer | null>(null)
@@ -72,6 +75,7 @@ function Player({ source }: { source: RecordingSource }): JSX.Element {
   const rec = loaded && 'rec' in loaded ? loaded.rec : null
   const duration = rec?.duration ?? 0
   const ended = rec !== null && position >= duration && !playing
+  const barMax = Math.max(BAR_STEP, Math.ceil(duration / BAR_STEP) * BAR_STEP)
   return (
     <div className="flex flex-col gap-2">
       {loaded && 'error' in loaded && <p role="alert" className="text-sm text-red-700 dark:text-red-400">This recording cannot be played: <SafeText value={loaded.error} /></p>}
@@ -104,10 +108,13 @@ function Player({ source }: { source: RecordingSource }): JSX.Element {
               <span key={i} className={`absolute top-0 h-2 w-0.5 ${m.clicks > 0 ? 'bg-amber-500' : 'bg-sky-600'}`} style={{ left: `${(m.time / duration) * 100}%` }} />
             ))}
           </div>
-          {/* A range snaps its value to a multiple of its step, so a max that is not one could not be
-              reached: End landed up to 99 ms short, before the recording's last frames. The max is
-              rounded up to a step, and the player clamps a seek to the duration. */}
-          <input type="range" min={0} max={Math.max(100, Math.ceil(duration / 100) * 100)} step={100} value={position} aria-label="Position in the recording"
+          {/* A range snaps its value to a multiple of its step. A max that is not one could not be
+              reached (End landed up to 99 ms short, before the recording's last frames), and a value
+              that is not one is changed by the browser, which then fires a change event of its own:
+              End sought to the end, and that event sought back to the step before it. So the max
+              is the duration rounded up to a step, the value shown is always on a step (the max
+              once the end is reached), and the player clamps a seek to the duration. */}
+          <input type="range" min={0} max={barMax} step={BAR_STEP} value={position >= duration ? barMax : Math.floor(position / BAR_STEP) * BAR_STEP} aria-label="Position in the recording"
             aria-valuetext={`${formatDuration(position / 1000)} of ${formatDuration(duration / 1000)}`}
             onChange={(e) => player.current?.seek(Number(e.target.value))} className="w-full" />
         </div>
