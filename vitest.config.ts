@@ -62,10 +62,12 @@ export default defineConfig({
     // every file ran alone while most of them wait on guests, timeouts and child processes. Files
     // that share a guest take turns through its lease (test/guests/kvm/guest-lease.ts), and each
     // netns, lab and libvirt name belongs to one file (test/guests/netns-guest.ts), so files can
-    // run side by side. Two at a time: with three or four, the two cores were saturated and each
-    // full run had a time limit or two missed, for 100 s less at three (docs/benchmarks.md).
-    // AVIARY_TEST_WORKERS overrides it.
-    maxWorkers: Number(process.env.AVIARY_TEST_WORKERS) || 2,
+    // run side by side. Three at a time: most files under test/ wait on guests and samples, and at
+    // two the cores were idle a fifth of the run; at three they are busy 94% of it, and `npm test`
+    // took 16–18 min against 19 min 41 s at two (docs/benchmarks.md, "Temporary files in memory,
+    // and three files at a time"). The limits three missed there were fixed; four saturated the
+    // cores and missed more. AVIARY_TEST_WORKERS overrides it.
+    maxWorkers: Number(process.env.AVIARY_TEST_WORKERS) || 3,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ['test/global-setup.ts'],

@@ -214,7 +214,8 @@ describe('accessibility (axe-core)', () => {
       await open('/submit', (p) => p.getByRole('heading', { name: 'Submit' }).waitFor())
       await page.getByRole('textbox', { name: /URLs and hashes/ }).fill('not a url at all\nhttp://example.com/')
       await check(`${theme} submit`)
-      await open('/tasks', (p) => p.locator(`[role="row"][data-task-id="${notStarted}"] [data-not-started]`).waitFor({ timeout: 15_000 }))
+      // 30 s: with three test files at a time on two busy cores, 15 s was missed once.
+      await open('/tasks', (p) => p.locator(`[role="row"][data-task-id="${notStarted}"] [data-not-started]`).waitFor({ timeout: 30_000 }))
       await check(`${theme} tasks`)
       await page.getByRole('searchbox', { name: 'Search tasks' }).fill('signatur:antivm')
       await page.getByText("'signatur:' is not a search kind", { exact: false }).waitFor()
