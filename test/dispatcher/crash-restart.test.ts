@@ -32,8 +32,10 @@ const TASKS = 30
 /**
  * --transfer-timeout: how long a submission whose answer never came is waited for. The held
  * answers must not time out before the kill: with rounds 1 s apart, the first submission reached
- * the kill 1.6 s after it began, alone and beside other test files; with three test files at a
- * time on two busy cores, the last of the eight held ones arrived more than 12 s after the first.
+ * the kill 1.6 s after it began, alone and beside other test files. At 12 s, a run with three
+ * test files at a time on two busy cores once never had the eight in flight; a held answer that
+ * times out is sent again, after which they cannot all be, so 20 s (the wait below says what it
+ * saw if that happens again).
  */
 const TRANSFER_TIMEOUT_S = 20
 

@@ -200,8 +200,8 @@ export function spawnIsolated(ns: string, tmpDir: string, cmd: string[], opts: E
   const argv = ['netns', 'exec', ns, 'unshare', '-m', '--propagation', 'private',
     'sh', '-c', script, tmpDir, String(tmp.keep.length), ...tmp.keep, String(tmp.masks.length), ...tmp.masks,
     home, homeDir, String(own.keep.length), ...own.keep, String(own.masks.length), ...own.masks, String(binds.length), ...binds.flat(), ...cmd]
-  // Nor does it get the host's TMPDIR: the test run's lies under the host's /tmp (or /dev/shm),
-  // which the guest's own replaces, so its programs would find no such folder.
+  // Nor does it get the host's TMPDIR: the test run's is a folder of the host's /tmp, which the
+  // guest's own /tmp replaces, so its programs would find no such folder.
   const { TMPDIR: _hostTmp, ...env } = opts.env ?? process.env
   return spawn('ip', argv, {
     detached: true,
