@@ -48,9 +48,17 @@ beforeAll(() => {
 }, 300_000)
 afterAll(() => { if (tmp !== '') rmSync(tmp, { recursive: true, force: true }) })
 
+/** `objdump -p FILE`, run once per file: node.exe's takes a while, and four checks read it. */
+const privateHeaders = new Map<string, string>()
+function objdumpP (file: string): string {
+  let out = privateHeaders.get(file)
+  if (out === undefined) privateHeaders.set(file, out = execFileSync('objdump', ['-p', file], { maxBuffer: 256 << 20 }).toString())
+  return out
+}
+
 /** objdump -p's import tables: dll → [name or "#ordinal"]. */
 function objdumpImports (file: string): Map<string, string[]> {
-  const out = execFileSync('objdump', ['-p', file], { maxBuffer: 256 << 20 }).toString()
+  const out = objdumpP(file)
   const map = new Map<string, string[]>()
   let current: string[] | null = null
   for (const line of out.split('\n')) {
@@ -74,7 +82,7 @@ function objdumpSections (file: string): Array<[string, number, bigint, number]>
 }
 
 function imageBase (file: string): bigint {
-  return BigInt(`0x${/ImageBase\s+([0-9a-f]+)/.exec(execFileSync('objdump', ['-p', file], { maxBuffer: 256 << 20 }).toString())?.[1] ?? '0'}`)
+  return BigInt(`0x${/ImageBase\s+([0-9a-f]+)/.exec(objdumpP(file))?.[1] ?? '0'}`)
 }
 
 function yaraMatches (rule: string, file: string): boolean {
@@ -111,7 +119,7 @@ describe.each([['node.exe', () => nodeExe ?? ''], ['agent', () => agentExe]])('P
     for (const x of sections) expect(x.entropy).toBeGreaterThanOrEqual(0)
     expect(sections.find((x) => x.name === '.text')?.entropy).toBeGreaterThan(5)
     // Time stamp: objdump prints it in local time of this host (UTC here) as a C ctime string.
-    const stamp = /Time\/Date\s+(.+)/.exec(execFileSync('objdump', ['-p', file], { maxBuffer: 256 << 20 }).toString())?.[1]
+    const stamp = /Time\/Date\s+(.+)/.exec(objdumpP(file))?.[1]
     expect(new Date(`${String(s.pe_timestamp).replace(' ', 'T')}Z`).getTime()).toBe(new Date(`${stamp ?? ''} UTC`).getTime())
     expect(yaraMatches(`pe.timestamp == ${new Date(`${String(s.pe_timestamp).replace(' ', 'T')}Z`).getTime() / 1000}`, file)).toBe(true)
     // Version info of node.exe.
@@ -128,7 +136,7 @@ describe.each([['node.exe', () => nodeExe ?? ''], ['agent', () => agentExe]])('P
     const exports = s.pe_exports as Array<{ name: string | null; ordinal: number; address: string }>
     expect(exports.length).toBeGreaterThan(1000)
     // objdump: the export address table's size; YARA 4.2 stops counting at 8192 exports.
-    const eat = /Export Address Table\s+([0-9a-f]{8})\n/.exec(execFileSync('objdump', ['-p', file], { maxBuffer: 256 << 20 }).toString())?.[1]
+    const eat = /Export Address Table\s+([0-9a-f]{8})\n/.exec(objdumpP(file))?.[1]
     expect(exports.length).toBe(parseInt(eat ?? '', 16))
     expect(yaraMatches(`pe.number_of_exports == ${Math.min(exports.length, 8192)}`, file)).toBe(true)
     const napi = exports.find((e) => e.name === 'napi_create_object')
