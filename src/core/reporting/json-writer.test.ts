@@ -102,7 +102,7 @@ process.stdout.write(JSON.stringify({ before, peak, calls: calls.length }))
     // Every call is there (grep counts lines; one "api" key per call).
     expect(execFileSync('grep', ['-c', '"api": "NtWriteFile"', out], { encoding: 'utf8' }).trim()).toBe('1000000')
     rmSync(out)
-    // 15 s of computing on an idle core; `npm test` runs it at a low priority beside the guests,
-    // where it once took over 60 s.
+    // 15 s of computing on an idle core; at a low priority beside the guests (a mode `npm test`
+    // had once) it took over 60 s.
   }, 240_000)
 })
