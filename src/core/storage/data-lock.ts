@@ -31,7 +31,8 @@ export function lockDataDir(root: string): () => void {
   throw new DataDirLockedError('could not lock the data directory')
 }
 
-function alive(pid: number): boolean {
+/** Whether process `pid` exists (EPERM: it does, owned by another user). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0)
     return true

@@ -5,18 +5,10 @@
 // data-directory lock of src/core/storage/data-lock.ts works the same way but fails instead of
 // waiting. Re-entrant within one process.
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
+import { alive } from '../../../src/core/storage/data-lock'
 
 let held: { file: string; count: number } | undefined
 let exitHook = false
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
 
 function tryTake(file: string): boolean {
   try {
